@@ -1,0 +1,1 @@
+"""Experiment entry points: `python experiments/<algo>_<domain>.py --config=...`."""

@@ -1,0 +1,64 @@
+"""IMPALA on EnvPool Atari. Variants: `:debug` (tiny, seconds on a laptop CPU).
+
+Hyperparameter sources are cited in agents/impala/config.py; the layout (64 envs in 2 threads,
+unroll 20) follows cleanba's IMPALA Atari setup scaled to one device.
+"""
+import ml_collections
+
+from agents.impala.config import ImpalaConfig
+
+
+def runtime_fields(config: ml_collections.ConfigDict) -> None:
+    """Fields shared by every experiment config (runtime, logging)."""
+    config.seed = 0                    # base seed: params init, actor RNG, env seeds
+    config.actor_device_ids = (0,)     # local device indices that run actor threads
+    config.learner_device_ids = (0,)   # local device indices that share the learner update
+    config.num_actor_threads = 2       # actor threads per actor device (overlap env and inference)
+    config.num_envs = 32               # environments per actor thread
+    config.unroll_length = 20          # T: steps per rollout
+    config.total_env_steps = 10_000_000  # agent steps in total (x4 frames on Atari)
+    config.queue_size = 1              # rollouts buffered per actor thread
+    config.synchronous = False         # True: actors wait for params of the latest update
+    config.stall_warning_s = 120.0     # warn if the learner waits this long for data
+    config.join_timeout_s = 10.0       # seconds to wait for threads on shutdown
+    config.run_dir = ""                # "" = runs/<experiment>-<env>-s<seed>-<time>
+    config.console_every_s = 10.0      # seconds between console progress lines
+
+
+def agent_fields(defaults) -> ml_collections.ConfigDict:
+    """The agent's frozen dataclass defaults as a ConfigDict (one source of truth)."""
+    import dataclasses
+    return ml_collections.ConfigDict(dataclasses.asdict(defaults))
+
+
+def get_config(variant: str = "default") -> ml_collections.ConfigDict:
+    config = ml_collections.ConfigDict()
+    runtime_fields(config)
+    config.env = ml_collections.ConfigDict(dict(
+        name="Breakout-v5",            # EnvPool Atari id
+        num_threads=0,                 # EnvPool threads per pool (0 = auto)
+        max_episode_steps=0,           # 0 = EnvPool default (27000 agent steps)
+        episodic_life=True,            # life loss ends training episodes (stats use games)
+        repeat_action_probability=0.25,  # sticky actions (Machado et al. 2018)
+        noop_max=30,                   # random no-ops on reset
+        frame_skip=4,                  # action repeat
+        stack_num=4,                   # frames stacked per observation
+        img_size=84,                   # frame height and width
+        full_action_space=False,       # minimal action set
+    ))
+    config.network = ml_collections.ConfigDict(dict(
+        torso="impala_resnet",         # nature_cnn | impala_resnet | mlp
+        mlp_hidden_sizes=(64, 64),     # used when torso == mlp
+        resnet_channels=(16, 32, 32),  # used when torso == impala_resnet
+    ))
+    config.agent = agent_fields(ImpalaConfig())  # see agents/impala/config.py for each field
+    if variant == "debug":
+        config.env.name = "Pong-v5"
+        config.network.torso = "nature_cnn"
+        config.num_envs = 4
+        config.unroll_length = 8
+        config.total_env_steps = 256
+        config.console_every_s = 0.0
+    elif variant != "default":
+        raise ValueError(f"unknown variant {variant!r}; allowed: 'default', 'debug'.")
+    return config

@@ -1,0 +1,147 @@
+"""Actor thread: steps its own EnvPool batch, runs the policy on its actor device, and ships
+finished rollouts straight to the learner devices.
+
+Hot loop per step: one host->device copy of the observation EnvPool hands over, one jitted
+policy call, one device->host copy of the action (the env needs it on the host). Device arrays
+are collected in lists and stacked once per rollout by a single jitted call; small host-side
+fields (rewards, done flags) go into preallocated numpy buffers.
+"""
+from __future__ import annotations
+
+import dataclasses
+import queue
+import threading
+import time
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Sharding
+
+from sebulba.agent import Agent, Rollout
+from sebulba.envs import TimeStep
+from sebulba.pipeline import Lifetime, ParamsSource, Stopped, blocking_put
+
+
+@dataclasses.dataclass
+class RolloutMessage:
+    """What an actor hands the learner: the sharded rollout plus host-side bookkeeping."""
+
+    rollout: Rollout
+    param_version: int          # version of the params that produced the rollout
+    env_steps: int              # T * B agent steps in this rollout
+    episodes: list[tuple[float, int]]  # (return, length) of games finished in this rollout
+    timings: dict[str, float]   # seconds spent per stage in this rollout
+    actor_id: int
+
+
+@dataclasses.dataclass
+class _EpisodeCounter:
+    """True game returns and lengths, accumulated on the host per env."""
+
+    returns: np.ndarray
+    lengths: np.ndarray
+
+    @classmethod
+    def zeros(cls, n: int) -> "_EpisodeCounter":
+        return cls(np.zeros(n, np.float64), np.zeros(n, np.int64))
+
+    def update(self, ts: TimeStep, valid: np.ndarray, out: list[tuple[float, int]]) -> None:
+        self.returns += ts.reward
+        self.lengths += valid
+        for i in np.flatnonzero(ts.episode_over):
+            out.append((float(self.returns[i]), int(self.lengths[i])))
+        self.returns[ts.episode_over] = 0.0
+        self.lengths[ts.episode_over] = 0
+
+
+@jax.jit
+def _stack_rollout(obs_list, action_list, extras_list, reward, terminated, truncated, valid):
+    stack = lambda xs: jax.tree.map(lambda *x: jnp.stack(x), *xs)
+    return Rollout(obs=stack(obs_list), action=stack(action_list), reward=reward,
+                   terminated=terminated, truncated=truncated, valid=valid,
+                   extras=stack(extras_list))
+
+
+class ActorThread(threading.Thread):
+    """One actor: its own envs, RNG stream and jitted policy on one actor device."""
+
+    def __init__(self, *, actor_id: int, device: jax.Device, agent: Agent,
+                 make_env: Callable[[int], Any], seed: int, unroll_length: int,
+                 params: ParamsSource, out_queue: queue.Queue, learner_sharding: Sharding,
+                 lifetime: Lifetime, synchronous: bool = False,
+                 on_step: Callable[[int, int, TimeStep], None] | None = None) -> None:
+        super().__init__(name=f"actor-{actor_id}", daemon=True)
+        self.actor_id, self.device, self.agent = actor_id, device, agent
+        self._make_env, self._seed, self._unroll = make_env, seed, unroll_length
+        self._params, self._queue, self._sharding = params, out_queue, learner_sharding
+        self._lifetime, self._synchronous = lifetime, synchronous
+        self._on_step = on_step  # test hook for fault injection: (actor_id, t, ts)
+        self._policy = jax.jit(self._policy_step)
+
+    def _policy_step(self, params, obs, key):
+        key, sub = jax.random.split(key)
+        action, extras = self.agent.actor_step(params, obs, sub)
+        return action, extras, key
+
+    def run(self) -> None:
+        env = None
+        try:
+            env = self._make_env(self._seed)
+            self._loop(env)
+        except Stopped:
+            pass
+        except BaseException as e:  # noqa: BLE001 - any actor failure must stop the run
+            self._lifetime.fail(e)
+        finally:
+            if env is not None:
+                env.close()
+
+    def _loop(self, env) -> None:
+        T, B = self._unroll, env.num_envs
+        key = jax.device_put(jax.random.key(self._seed), self.device)
+        obs = env.reset()
+        prev_done = np.zeros(B, bool)
+        counter = _EpisodeCounter.zeros(B)
+        next_version = 0
+        while not self._lifetime.stopping:
+            t0 = time.perf_counter()
+            params, version = self._params.get(self.device, next_version)
+            if self._synchronous:
+                next_version = version + 1  # on-policy: wait for the update of this rollout
+            t_params = time.perf_counter() - t0
+            rewards = np.zeros((T, B), np.float32)
+            terms, truncs, valids = (np.zeros((T, B), bool) for _ in range(3))
+            obs_list, action_list, extras_list, episodes = [], [], [], []
+            t_infer = t_env = 0.0
+            for t in range(T):
+                s = time.perf_counter()
+                obs_dev = jax.device_put(obs, self.device)
+                action, extras, key = self._policy(params, obs_dev, key)
+                action_host = np.asarray(action)
+                e = time.perf_counter()
+                ts = env.step(action_host)
+                t_env += time.perf_counter() - e
+                t_infer += e - s
+                if self._on_step is not None:
+                    self._on_step(self.actor_id, t, ts)
+                obs_list.append(obs_dev)
+                action_list.append(action)
+                extras_list.append(extras)
+                valids[t] = ~prev_done
+                rewards[t], terms[t], truncs[t] = ts.reward, ts.terminated, ts.truncated
+                counter.update(ts, valids[t], episodes)
+                prev_done = ts.terminated | ts.truncated
+                obs = ts.obs
+            s = time.perf_counter()
+            obs_list.append(jax.device_put(obs, self.device))
+            local = jax.device_put((rewards, terms, truncs, valids), self.device)
+            rollout = _stack_rollout(obs_list, action_list, extras_list, *local)
+            # Device to device: split along the env axis onto the learner devices.
+            rollout = jax.device_put(rollout, self._sharding)
+            t_ship = time.perf_counter() - s
+            msg = RolloutMessage(rollout, version, T * B, episodes,
+                                 {"actor/params_wait_s": t_params, "actor/inference_s": t_infer,
+                                  "actor/env_s": t_env, "actor/ship_s": t_ship}, self.actor_id)
+            msg.timings["actor/queue_put_s"] = blocking_put(self._queue, msg, self._lifetime)

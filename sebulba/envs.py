@@ -1,0 +1,110 @@
+"""Batched environments for the actors: an EnvPool factory with one uniform step API.
+
+Conventions every environment adapter follows (the actor and the losses rely on them):
+- `reset() -> obs` and `step(action) -> TimeStep`, numpy arrays with a leading env axis.
+- Autoreset one step late, as EnvPool does: the step that ends an episode returns that episode's
+  real final observation; the next step resets the env, ignores its action and returns the first
+  observation with reward 0 (a "reset step"). Truncated episodes can then bootstrap from the
+  real final observation.
+- `reward` is the raw environment reward (clipping, if any, is the agent's choice).
+- `episode_over` marks the end of the real game, for statistics: with Atari's episodic-life
+  training, a lost life sets `terminated` but not `episode_over`.
+"""
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import functools
+from typing import Any, NamedTuple
+
+import numpy as np
+
+
+class TimeStep(NamedTuple):
+    obs: np.ndarray          # [B, ...] observation after the step
+    reward: np.ndarray       # [B] float32 raw reward
+    terminated: np.ndarray   # [B] bool, episode ended in a terminal state (no bootstrap)
+    truncated: np.ndarray    # [B] bool, episode cut by a time limit (bootstrap)
+    episode_over: np.ndarray  # [B] bool, the real game ended (for return statistics)
+
+
+@dataclasses.dataclass(frozen=True)
+class EnvConfig:
+    """Environment settings; Atari-only fields are ignored for other families."""
+
+    name: str = "Pong-v5"            # any EnvPool id, e.g. Breakout-v5, CartPole-v1
+    num_threads: int = 0             # EnvPool worker threads per pool; 0 = one per env up to cores
+    max_episode_steps: int = 0       # 0 = EnvPool's default (Atari: 27000 agent steps = 108k frames)
+    # Atari (defaults: Machado et al. 2018 protocol, sticky actions 0.25, full v5 preprocessing)
+    episodic_life: bool = True       # lost life ends the training episode (not the statistics)
+    repeat_action_probability: float = 0.25  # sticky actions
+    noop_max: int = 30               # random no-ops at reset
+    frame_skip: int = 4              # action repeat, max-pooled over the last two frames
+    stack_num: int = 4               # stacked frames in the observation
+    img_size: int = 84               # square grayscale frame size
+    full_action_space: bool = False  # 18 actions instead of the game's minimal set
+
+
+@functools.lru_cache(maxsize=1)
+def _all_env_ids() -> tuple[str, ...]:
+    import envpool
+    return tuple(envpool.list_all_envs())
+
+
+def check_env_id(name: str) -> None:
+    """Raises a ValueError naming close matches when EnvPool has no such id."""
+    ids = _all_env_ids()
+    if name in ids:
+        return
+    close = difflib.get_close_matches(name, ids, n=5, cutoff=0.5)
+    hint = f" Close matches: {', '.join(close)}." if close else ""
+    raise ValueError(f"Unknown EnvPool environment id {name!r}.{hint} "
+                     f"See envpool.list_all_envs() for all {len(ids)} ids.")
+
+
+def is_atari(name: str) -> bool:
+    import envpool
+    return type(envpool.make_spec(name)).__name__ == "AtariEnvSpec"
+
+
+class EnvPoolEnv:
+    """An EnvPool batch with the uniform `reset`/`step` API of this module."""
+
+    def __init__(self, cfg: EnvConfig, num_envs: int, seed: int) -> None:
+        import envpool
+        check_env_id(cfg.name)
+        kwargs: dict[str, Any] = dict(num_envs=num_envs, batch_size=num_envs, seed=int(seed),
+                                      num_threads=cfg.num_threads)
+        if cfg.max_episode_steps > 0:
+            kwargs["max_episode_steps"] = cfg.max_episode_steps
+        self.atari = is_atari(cfg.name)
+        if self.atari:
+            kwargs.update(
+                episodic_life=cfg.episodic_life, reward_clip=False,
+                repeat_action_probability=cfg.repeat_action_probability,
+                noop_max=cfg.noop_max, frame_skip=cfg.frame_skip, stack_num=cfg.stack_num,
+                img_height=cfg.img_size, img_width=cfg.img_size,
+                full_action_space=cfg.full_action_space)
+        self._env = envpool.make(cfg.name, env_type="gymnasium", **kwargs)
+        self.num_envs = num_envs
+        self.observation_space = self._env.observation_space
+        self.action_space = self._env.action_space
+
+    def reset(self) -> np.ndarray:
+        obs, _ = self._env.reset()
+        return obs
+
+    def step(self, action: np.ndarray) -> TimeStep:
+        obs, reward, terminated, truncated, info = self._env.step(action)
+        over = truncated | (info["terminated"].astype(bool) if self.atari else terminated)
+        return TimeStep(obs, reward.astype(np.float32), terminated, truncated, over)
+
+    def close(self) -> None:
+        self._env.close()
+
+
+def make_env(cfg: EnvConfig, num_envs: int, seed: int) -> EnvPoolEnv:
+    """Creates `num_envs` environments seeded from `seed` (each env gets seed + index)."""
+    if num_envs <= 0:
+        raise ValueError(f"num_envs must be positive, got {num_envs}.")
+    return EnvPoolEnv(cfg, num_envs, seed)

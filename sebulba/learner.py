@@ -1,0 +1,44 @@
+"""Compiles an agent's learn_step over the learner mesh.
+
+The step takes a tuple of rollouts (one per actor thread), each already split along the
+environment axis across the learner devices; every device concatenates its local pieces, so no
+rollout data crosses devices inside the update. Only the agent's gradient mean does.
+"""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import jax
+import jax.numpy as jnp
+from jax.sharding import PartitionSpec as P
+
+from sebulba.agent import Agent, PyTree, Rollout
+from sebulba.topology import LEARNER_AXIS, Topology
+
+
+def concat_rollouts(rollouts: Sequence[Rollout]) -> Rollout:
+    """Joins rollouts along the environment axis (axis 1)."""
+    if len(rollouts) == 1:
+        return rollouts[0]
+    return jax.tree.map(lambda *xs: jnp.concatenate(xs, axis=1), *rollouts)
+
+
+def make_learn_fn(agent: Agent, topology: Topology
+                  ) -> Callable[[PyTree, tuple[Rollout, ...]], tuple[PyTree, dict]]:
+    """Returns jitted `learn(state, rollouts) -> (state, metrics)`; state is donated."""
+
+    def per_device(state, rollouts):
+        return agent.learn_step(state, concat_rollouts(rollouts), LEARNER_AXIS)
+
+    # check_vma=False: library code inside losses (rlax's lax.scan with a constant initial
+    # carry) is not written for shard_map's varying-type checks. agents/parallel.mean_grad is
+    # correct either way (tests/sebulba/test_learner.py pins it).
+    sharded = jax.shard_map(per_device, mesh=topology.mesh,
+                            in_specs=(P(), P(None, LEARNER_AXIS)), out_specs=(P(), P()),
+                            check_vma=False)
+    return jax.jit(sharded, donate_argnums=0)
+
+
+def place_learner_state(state: PyTree, topology: Topology) -> PyTree:
+    """Replicates the initial learner state on every learner device."""
+    return jax.device_put(state, topology.replicated())

@@ -1,0 +1,89 @@
+"""Metrics out: tensorboardX event files, a JSONL copy of the same scalars, a console line."""
+from __future__ import annotations
+
+import collections
+import json
+import math
+import os
+import sys
+import time
+from typing import Mapping
+
+import numpy as np
+
+
+class EpisodeStats:
+    """Rolling window of finished games (true returns and lengths)."""
+
+    def __init__(self, window: int = 100) -> None:
+        self.returns: collections.deque = collections.deque(maxlen=window)
+        self.lengths: collections.deque = collections.deque(maxlen=window)
+        self.total_episodes = 0
+
+    def add(self, episodes: list[tuple[float, int]]) -> None:
+        for ret, length in episodes:
+            self.returns.append(ret)
+            self.lengths.append(length)
+        self.total_episodes += len(episodes)
+
+    def summary(self) -> dict[str, float]:
+        if not self.returns:
+            return {}
+        return {"episode/return_mean": float(np.mean(self.returns)),
+                "episode/return_max": float(np.max(self.returns)),
+                "episode/length_mean": float(np.mean(self.lengths)),
+                "episode/count": float(self.total_episodes)}
+
+
+class MetricsLogger:
+    """Writes scalars to TensorBoard and `metrics.jsonl` in `run_dir`; prints progress lines."""
+
+    def __init__(self, run_dir: str, total_steps: int, console_every_s: float = 10.0,
+                 enabled: bool = True) -> None:
+        self.run_dir = run_dir
+        self.total_steps = total_steps
+        self.console_every_s = console_every_s
+        self.enabled = enabled
+        self._start = time.time()
+        self._last_print = -math.inf
+        self._writer = None
+        self._jsonl = None
+        if enabled:
+            from tensorboardX import SummaryWriter
+            os.makedirs(run_dir, exist_ok=True)
+            self._writer = SummaryWriter(run_dir, flush_secs=10)
+            self._jsonl = open(os.path.join(run_dir, "metrics.jsonl"), "a", buffering=1)
+
+    def write(self, step: int, scalars: Mapping[str, float], force_print: bool = False) -> None:
+        scalars = {k: float(v) for k, v in scalars.items()}
+        if self.enabled:
+            for k, v in scalars.items():
+                self._writer.add_scalar(k, v, global_step=step)
+            self._jsonl.write(json.dumps({"step": step, "time": time.time(), **scalars}) + "\n")
+        now = time.time()
+        if force_print or now - self._last_print >= self.console_every_s:
+            self._last_print = now
+            self._print(step, scalars, now - self._start)
+
+    def _print(self, step: int, s: Mapping[str, float], elapsed: float) -> None:
+        sps = s.get("sps", 0.0)
+        eta = (self.total_steps - step) / sps if sps > 0 else float("nan")
+        ret = s.get("episode/return_mean", float("nan"))
+        loss = s.get("loss/total", float("nan"))
+        print(f"[{elapsed:7.0f}s] steps {step:>10,d}/{self.total_steps:,d}  "
+              f"sps {sps:8.0f}  return {ret:8.2f}  loss {loss:8.4f}  "
+              f"lag {s.get('policy_lag/mean', 0.0):4.1f}  eta {_fmt_time(eta)}",
+              file=sys.stdout, flush=True)
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+        if self._jsonl is not None:
+            self._jsonl.close()
+
+
+def _fmt_time(seconds: float) -> str:
+    if not math.isfinite(seconds):
+        return "--"
+    h, rem = divmod(int(seconds), 3600)
+    return f"{h:d}:{rem // 60:02d}:{rem % 60:02d}"

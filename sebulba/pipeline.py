@@ -1,0 +1,121 @@
+"""Thread plumbing between actors and the learner: lifetime, bounded queues, parameter source.
+
+Every blocking call here waits in short slices and re-checks the shared stop flag, so that an
+error anywhere (or Ctrl-C) stops every thread within about a second instead of hanging.
+"""
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from typing import Any, Callable
+
+import jax
+
+_POLL_S = 0.1  # how often blocked threads re-check the stop flag
+
+
+class Stopped(Exception):
+    """Raised inside a thread's blocking call once the run is stopping."""
+
+
+class Lifetime:
+    """Shared stop flag plus the first error raised by any thread."""
+
+    def __init__(self) -> None:
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self.error: BaseException | None = None
+        self.error_thread: str | None = None
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def fail(self, error: BaseException) -> None:
+        """Records the first error and stops everyone."""
+        with self._lock:
+            if self.error is None:
+                self.error = error
+                self.error_thread = threading.current_thread().name
+        self._stop.set()
+
+    def wait(self, seconds: float) -> bool:
+        """Sleeps up to `seconds`; returns True if the run is stopping."""
+        return self._stop.wait(seconds)
+
+    def raise_if_failed(self) -> None:
+        if self.error is not None:
+            raise RuntimeError(
+                f"thread {self.error_thread!r} failed: {self.error!r}") from self.error
+
+
+def blocking_put(q: queue.Queue, item: Any, lifetime: Lifetime) -> float:
+    """Puts into a bounded queue (backpressure); returns seconds spent waiting."""
+    start = time.perf_counter()
+    while True:
+        if lifetime.stopping:
+            raise Stopped()
+        try:
+            q.put(item, timeout=_POLL_S)
+            return time.perf_counter() - start
+        except queue.Full:
+            continue
+
+
+def blocking_get(q: queue.Queue, lifetime: Lifetime,
+                 on_wait: Callable[[float], None] | None = None) -> Any:
+    """Gets from a queue, re-checking the stop flag; `on_wait(seconds_so_far)` is called
+    on each empty poll (used for stall warnings)."""
+    start = time.perf_counter()
+    while True:
+        if lifetime.stopping:
+            raise Stopped()
+        try:
+            return q.get(timeout=_POLL_S)
+        except queue.Empty:
+            if on_wait is not None:
+                on_wait(time.perf_counter() - start)
+
+
+class ParamsSource:
+    """Latest parameters, already copied to each actor device, with a version number.
+
+    The learner publishes after each update (device-to-device copies, dispatched
+    asynchronously); actors take the newest at the start of a rollout. Publishing never waits
+    for actors, so actors never block the learner. In synchronous mode an actor may ask for a
+    minimum version and wait for it.
+    """
+
+    def __init__(self, actor_devices: list[jax.Device], lifetime: Lifetime) -> None:
+        self._devices = list(actor_devices)
+        self._lifetime = lifetime
+        self._cond = threading.Condition()
+        self._version = -1
+        self._per_device: dict[jax.Device, Any] = {}
+
+    @property
+    def version(self) -> int:
+        with self._cond:
+            return self._version
+
+    def publish(self, params: Any, version: int) -> None:
+        # may_alias=False: when an actor device is also a learner device, the copy must not
+        # share buffers with the learner state, which the next update donates.
+        copies = {d: jax.device_put(params, d, may_alias=False) for d in self._devices}
+        with self._cond:
+            self._per_device = copies
+            self._version = version
+            self._cond.notify_all()
+
+    def get(self, device: jax.Device, min_version: int = 0) -> tuple[Any, int]:
+        """Returns (params on `device`, version), waiting until version >= min_version."""
+        with self._cond:
+            while self._version < min_version:
+                if self._lifetime.stopping:
+                    raise Stopped()
+                self._cond.wait(_POLL_S)
+            return self._per_device[device], self._version

@@ -1,0 +1,103 @@
+"""Tests for networks/: shapes, uint8 scaling, layout handling, param count."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from networks import MLP, ActorCritic, ImpalaResNet, NatureCNN, make_torso
+from networks.torsos import preprocess_frames
+
+NUM_ACTIONS = 6
+
+
+def _frames(batch: int = 2, seed: int = 0) -> np.ndarray:
+    """Random uint8 frames in EnvPool's [B, C, H, W] layout."""
+    rng = np.random.default_rng(seed)
+    return rng.integers(0, 256, size=(batch, 4, 84, 84), dtype=np.uint8)
+
+
+def _count(params) -> int:
+    return sum(int(np.prod(p.shape)) for p in jax.tree_util.tree_leaves(params))
+
+
+@pytest.mark.parametrize(
+    "name,obs",
+    [
+        ("nature_cnn", _frames()),
+        ("impala_resnet", _frames()),
+        ("mlp", np.ones((3, 4), np.float32)),
+    ],
+)
+def test_actor_critic_shapes_and_dtypes(name, obs):
+    net = ActorCritic(torso=make_torso(name), num_actions=NUM_ACTIONS)
+    params = net.init(jax.random.PRNGKey(0), obs)
+    logits, value = net.apply(params, obs)
+    batch = obs.shape[0]
+    assert logits.shape == (batch, NUM_ACTIONS) and logits.dtype == jnp.float32
+    assert value.shape == (batch,) and value.dtype == jnp.float32
+    assert np.all(np.isfinite(logits)) and np.all(np.isfinite(value))
+
+
+@pytest.mark.parametrize("torso_cls", [NatureCNN, ImpalaResNet])
+def test_uint8_and_float_inputs_scale_identically(torso_cls):
+    # Both dtypes must go through the same /255 path, else a float caller
+    # (e.g. a replay buffer) would see a 255x larger input.
+    x = _frames()
+    net = torso_cls()
+    params = net.init(jax.random.PRNGKey(0), x)
+    out_u8 = net.apply(params, x)
+    out_f32 = net.apply(params, x.astype(np.float32))
+    np.testing.assert_allclose(out_u8, out_f32, rtol=1e-5, atol=1e-5)
+
+
+def test_preprocess_frames_scales_to_unit_range_and_nhwc():
+    # The shared helper is the one place scaling/layout happen: all-255
+    # uint8 must become exactly 1.0, channels moved last.
+    x = np.full((2, 4, 84, 84), 255, np.uint8)
+    y = preprocess_frames(x, channels_first=True)
+    assert y.shape == (2, 84, 84, 4) and y.dtype == jnp.float32
+    np.testing.assert_array_equal(y, np.ones((2, 84, 84, 4), np.float32))
+
+
+@pytest.mark.parametrize("torso_cls", [NatureCNN, ImpalaResNet])
+def test_channels_first_matches_channels_last(torso_cls):
+    x = _frames()
+    nchw, nhwc = torso_cls(channels_first=True), torso_cls(channels_first=False)
+    params = nchw.init(jax.random.PRNGKey(1), x)
+    out_first = nchw.apply(params, x)
+    out_last = nhwc.apply(params, np.transpose(x, (0, 2, 3, 1)))
+    np.testing.assert_allclose(out_first, out_last, rtol=1e-5, atol=1e-5)
+
+
+def test_nature_cnn_param_count():
+    params = NatureCNN().init(jax.random.PRNGKey(0), _frames(batch=1))
+    expected = (
+        (4 * 32 * 64 + 32)  # conv1 8x8, 4 -> 32
+        + (32 * 64 * 16 + 64)  # conv2 4x4, 32 -> 64
+        + (64 * 64 * 9 + 64)  # conv3 3x3, 64 -> 64
+        + (3136 * 512 + 512)  # dense 7*7*64 -> 512
+    )
+    assert _count(params) == expected == 1_684_128
+
+
+def test_impala_resnet_embedding_size():
+    net = ImpalaResNet(channels=(8, 16), hidden=32)
+    x = _frames()
+    out = net.apply(net.init(jax.random.PRNGKey(0), x), x)
+    assert out.shape == (2, 32)
+
+
+def test_mlp_flattens_and_casts():
+    net = MLP(hidden_sizes=(16, 8))
+    x = np.ones((3, 2, 2), np.int32)  # trailing dims flattened to 4
+    out = net.apply(net.init(jax.random.PRNGKey(0), x), x)
+    assert out.shape == (3, 8) and out.dtype == jnp.float32
+
+
+def test_make_torso_kwargs_and_unknown_name():
+    assert make_torso("mlp", hidden_sizes=(32,)).hidden_sizes == (32,)
+    with pytest.raises(ValueError, match="'resnet50'") as exc:
+        make_torso("resnet50")
+    for allowed in ("nature_cnn", "impala_resnet", "mlp"):
+        assert allowed in str(exc.value)
