@@ -47,7 +47,8 @@ def make_network(config: ml_collections.ConfigDict, action_space) -> Any:
         raise ValueError(f"{config.env.name} has action space {action_space}; this agent "
                          f"needs a discrete (Discrete) action space.")
     return networks.ActorCritic(torso=networks.make_torso(net.torso, **kwargs),
-                                num_actions=int(action_space.n))
+                                num_actions=int(action_space.n),
+                                shared_torso=bool(net.shared_torso))
 
 
 def make_run_dir(config: ml_collections.ConfigDict, name: str) -> str:

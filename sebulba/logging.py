@@ -19,17 +19,21 @@ class EpisodeStats:
         self.returns: collections.deque = collections.deque(maxlen=window)
         self.lengths: collections.deque = collections.deque(maxlen=window)
         self.total_episodes = 0
+        self.best_mean = float("-inf")  # best rolling mean so far (full windows only)
 
     def add(self, episodes: list[tuple[float, int]]) -> None:
         for ret, length in episodes:
             self.returns.append(ret)
             self.lengths.append(length)
         self.total_episodes += len(episodes)
+        if len(self.returns) == self.returns.maxlen:
+            self.best_mean = max(self.best_mean, float(np.mean(self.returns)))
 
     def summary(self) -> dict[str, float]:
         if not self.returns:
             return {}
-        return {"episode/return_mean": float(np.mean(self.returns)),
+        best = {"episode/return_best_mean": self.best_mean} if self.best_mean > -np.inf else {}
+        return {**best, "episode/return_mean": float(np.mean(self.returns)),
                 "episode/return_max": float(np.max(self.returns)),
                 "episode/length_mean": float(np.mean(self.lengths)),
                 "episode/count": float(self.total_episodes)}

@@ -50,6 +50,7 @@ def get_config(variant: str = "default") -> ml_collections.ConfigDict:
         torso="impala_resnet",         # nature_cnn | impala_resnet | mlp
         mlp_hidden_sizes=(64, 64),     # used when torso == mlp
         resnet_channels=(16, 32, 32),  # used when torso == impala_resnet
+        shared_torso=True,            # False: the value head gets its own torso copy
     ))
     config.agent = agent_fields(ImpalaConfig())  # see agents/impala/config.py for each field
     if variant == "debug":

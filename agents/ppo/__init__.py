@@ -1,0 +1,34 @@
+"""PPO (Schulman et al. 2017) on the Sebulba runtime: on-policy, or importance-corrected with
+V-trace (Espeholt et al. 2018) when actors run ahead of the learner. See docs/ppo.md."""
+from __future__ import annotations
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+from agents.ppo.acting import make_actor_step
+from agents.ppo.config import PPOConfig
+from agents.ppo.learning import LearnerState, ValueNorm, make_learn_step, make_optimizer
+from sebulba.agent import Agent
+
+
+def make_agent(network: nn.Module, cfg: PPOConfig, num_updates: int) -> Agent:
+    """Builds the PPO agent for a policy/value `network` returning (logits, value).
+
+    `cfg.correction` must be "none" or "vtrace"; resolve "auto" for the runtime's mode first
+    with `cfg.resolve(synchronous)`.
+    """
+    optimizer, lr = make_optimizer(cfg, num_updates)
+    learn_step = make_learn_step(network, cfg, optimizer, lr)
+
+    def init(key: jax.Array, obs) -> LearnerState:
+        init_key, shuffle_key = jax.random.split(key)
+        params = network.init(init_key, obs)
+        return LearnerState(params, optimizer.init(params), jnp.zeros((), jnp.int32),
+                            shuffle_key, ValueNorm.zeros())
+
+    return Agent(init=init, actor_params=lambda s: s.params,
+                 actor_step=make_actor_step(network), learn_step=learn_step)
+
+
+__all__ = ["LearnerState", "PPOConfig", "make_agent"]

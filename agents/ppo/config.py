@@ -1,0 +1,76 @@
+"""PPO hyperparameters (frozen; built from the experiment's ConfigDict at the boundary).
+
+Defaults are the Atari settings of Schulman et al. 2017 ("Proximal Policy Optimization
+Algorithms", arXiv:1707.06347, Table 5) as used by the widely used reimplementations cleanrl
+(Huang et al. 2022, github.com/vwxyzjn/cleanrl, ppo_atari_envpool.py; "The 37 implementation
+details of PPO", ICLR blog track 2022) and cleanba (Huang et al. 2023, github.com/vwxyzjn/cleanba,
+cleanba_ppo.py): discount 0.99, GAE lambda 0.95, clip epsilon 0.1 (also for the value clip),
+value cost 0.5, entropy cost 0.01, 4 epochs of 4 minibatches, per-minibatch advantage
+normalisation, Adam (lr 2.5e-4 linearly annealed to 0, epsilon 1e-5), global-norm clipping at
+0.5, rewards clipped to [-1, 1], no KL early stop and no KL penalty.
+
+Off-policy correction (this codebase's asynchronous mode): V-trace (Espeholt et al. 2018) with
+rho and c clipped at 1, computed once per update against the learner's current parameters.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+CORRECTIONS = ("auto", "none", "vtrace")
+LOOPS = ("scan", "unroll")
+
+
+@dataclasses.dataclass(frozen=True)
+class PPOConfig:
+    discount: float = 0.99
+    gae_lambda: float = 0.95         # lambda of GAE, and of V-trace's traces when correcting
+    clip_eps: float = 0.1            # epsilon of the clipped surrogate, ratio in [1-eps, 1+eps]
+    value_clip_eps: float = 0.1      # clip V - V_old to [-eps, eps] in the value loss; 0 disables
+    value_cost: float = 0.5          # weight of the value loss
+    entropy_cost: float = 0.01       # weight of the entropy bonus
+    kl_cost: float = 0.0             # weight of a KL(pi_old || pi) penalty; 0 disables
+    target_kl: float = 0.0           # skip the remaining epochs once an epoch's KL exceeds it; 0 off
+    num_epochs: int = 4              # passes over each rollout batch
+    num_minibatches: int = 4         # per epoch; splits each device's env columns
+    shuffle: bool = True             # permute env columns before each epoch's split
+    normalize_advantages: bool = True  # zero-mean unit-std advantages per minibatch
+    reward_clip: float = 1.0         # clip rewards to [-c, c] in the loss; 0 disables
+    correction: str = "auto"         # "none" (GAE), "vtrace" (importance-corrected), or "auto":
+                                     # vtrace when actors are asynchronous, none when synchronous
+    clip_rho: float = 1.0            # V-trace rho-bar (targets)
+    clip_pg_rho: float = 1.0         # V-trace clip of the policy-gradient importance weight
+    learning_rate: float = 2.5e-4
+    lr_decay: bool = True            # linear decay to 0 over the run (per update, as cleanrl)
+    adam_eps: float = 1e-5
+    max_grad_norm: float = 0.5       # global-norm clipping; 0 disables
+    loop: str = "scan"               # epoch/minibatch loop: "scan" (lax.scan, compiles once) or
+                                     # "unroll" (Python loop; fast convs on XLA:CPU, see DESIGN.md)
+    value_norm: bool = False         # learn values of normalised returns (running mean/std)
+    value_norm_decay: float = 0.99   # per-update EMA decay of the return statistics
+
+    def __post_init__(self) -> None:
+        if self.correction not in CORRECTIONS:
+            raise ValueError(f"correction={self.correction!r}; allowed: {CORRECTIONS}.")
+        if self.loop not in LOOPS:
+            raise ValueError(f"loop={self.loop!r}; allowed: {LOOPS}.")
+        for name in ("discount", "gae_lambda", "value_norm_decay"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"{name}={getattr(self, name)} must be in [0, 1].")
+        for name in ("num_epochs", "num_minibatches"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name}={value!r} must be a positive integer.")
+        for name in ("clip_eps", "clip_rho", "clip_pg_rho", "learning_rate", "adam_eps"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name}={getattr(self, name)} must be positive.")
+        for name in ("value_clip_eps", "value_cost", "entropy_cost", "kl_cost", "target_kl",
+                     "reward_clip", "max_grad_norm"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name}={getattr(self, name)} must be >= 0.")
+
+    def resolve(self, synchronous: bool) -> "PPOConfig":
+        """Replaces correction="auto" by the choice for the runtime's mode: on-policy data
+        (synchronous actors) needs no correction; stale asynchronous rollouts get V-trace."""
+        if self.correction != "auto":
+            return self
+        return dataclasses.replace(self, correction="none" if synchronous else "vtrace")

@@ -1,0 +1,115 @@
+"""PPO's learner step over N faked learner devices equals one device on the whole batch.
+
+Built exactly as the runtime builds it (sebulba/learner.make_learn_fn over a Topology), with
+shuffling off: each device then splits its env columns as i mod M, so the N devices together
+form the same global minibatches as one device on all columns. This pins the gradient-averaging
+trap (an N-times update) and the cross-device statistics (advantage moments, value-normaliser
+moments, the KL early stop).
+"""
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import agents.ppo as ppo
+import networks
+from sebulba.agent import Rollout
+from sebulba.learner import make_learn_fn, place_learner_state
+from sebulba.topology import make_topology
+
+T, B, OBS, ACTIONS = 6, 8, 4, 3
+
+
+def _network():
+    return networks.ActorCritic(torso=networks.MLP(hidden_sizes=(16,)), num_actions=ACTIONS)
+
+
+def _rollout(seed=0) -> Rollout:
+    rng = np.random.default_rng(seed)
+    net = _network()
+    obs = rng.normal(size=(T + 1, B, OBS)).astype(np.float32)
+    # Behaviour logits/values from other parameters, so importance weights differ from 1.
+    behaviour = net.init(jax.random.key(123), obs[0])
+    logits, value = jax.vmap(lambda o: net.apply(behaviour, o))(obs[:-1])
+    logits = logits * 50.0  # make the behaviour policy clearly different
+    terminated = rng.random((T, B)) < 0.1
+    truncated = (rng.random((T, B)) < 0.1) & ~terminated
+    done = terminated | truncated
+    valid = np.ones((T, B), bool)
+    valid[1:] = ~done[:-1]
+    return Rollout(obs=jnp.asarray(obs), action=jnp.asarray(rng.integers(0, ACTIONS, (T, B))),
+                   reward=jnp.asarray(rng.normal(size=(T, B)).astype(np.float32)),
+                   terminated=jnp.asarray(terminated), truncated=jnp.asarray(truncated),
+                   valid=jnp.asarray(valid), extras={"logits": logits, "value": value})
+
+
+def _learn_once(cfg: ppo.PPOConfig, learner_ids, rollout: Rollout):
+    agent = ppo.make_agent(_network(), cfg, num_updates=10)
+    topo = make_topology((0,), learner_ids, B)
+    state = place_learner_state(agent.init(jax.random.key(0), rollout.obs[0]), topo)
+    learn = make_learn_fn(agent, topo)
+    sharded = jax.device_put(rollout, topo.batch_sharded())
+    state, metrics = learn(state, (sharded,))
+    return jax.device_get(state), jax.device_get(metrics)
+
+
+BASE = ppo.PPOConfig(shuffle=False, num_epochs=2, num_minibatches=2, learning_rate=1e-2,
+                     lr_decay=False, correction="none")
+CASES = {
+    "gae_scan": BASE,
+    "vtrace_unroll": dataclasses.replace(BASE, correction="vtrace", loop="unroll"),
+    "vtrace_valuenorm_kl": dataclasses.replace(BASE, correction="vtrace", value_norm=True,
+                                               kl_cost=0.5, max_grad_norm=0.0),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("learners", [(0, 1), (0, 1, 2, 3)], ids=["2dev", "4dev"])
+def test_sharded_learner_equals_single_device(case, learners):
+    cfg, rollout = CASES[case], _rollout()
+    single, m1 = _learn_once(cfg, (0,), rollout)
+    multi, mn = _learn_once(cfg, learners, rollout)
+    before = _network().init(jax.random.split(jax.random.key(0))[0], rollout.obs[0])
+    moved = jax.tree.leaves(jax.tree.map(lambda a, b: np.abs(a - b).max(), single.params,
+                                         before))
+    assert max(moved) > 1e-3, "the update must actually move the parameters"
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-6),
+                 single.params, multi.params)
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-6),
+                 single.value_norm, multi.value_norm)
+    for k in ("loss/total", "policy/approx_kl", "adv/mean", "adv/std"):
+        np.testing.assert_allclose(m1[k], mn[k], rtol=1e-4, atol=1e-6)
+
+
+def test_scan_and_unrolled_loops_agree():
+    rollout = _rollout(1)
+    a, _ = _learn_once(dataclasses.replace(BASE, loop="scan"), (0,), rollout)
+    b, _ = _learn_once(dataclasses.replace(BASE, loop="unroll"), (0,), rollout)
+    jax.tree.map(lambda x, y: np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-7),
+                 a.params, b.params)
+
+
+@pytest.mark.parametrize("loop", ["scan", "unroll"])
+def test_kl_early_stop_is_identical_across_devices(loop):
+    """A tiny target_kl stops after the first epoch; the sharded run stops at the same point
+    (the KL is pmean-ed) and so lands on the same parameters."""
+    cfg = dataclasses.replace(BASE, correction="vtrace", target_kl=1e-9, num_epochs=3,
+                              loop=loop)
+    rollout = _rollout(2)
+    single, m1 = _learn_once(cfg, (0,), rollout)
+    multi, mn = _learn_once(cfg, (0, 1), rollout)
+    assert m1["ppo/epochs_run"] == 1.0 and mn["ppo/epochs_run"] == 1.0
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-6),
+                 single.params, multi.params)
+    one_epoch, _ = _learn_once(dataclasses.replace(cfg, target_kl=0.0, num_epochs=1),
+                               (0,), rollout)
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7),
+                 single.params, one_epoch.params)
+
+
+def test_minibatches_must_split_the_local_envs():
+    cfg = dataclasses.replace(BASE, num_minibatches=3)
+    with pytest.raises(ValueError, match="num_minibatches=3"):
+        _learn_once(cfg, (0,), _rollout())
