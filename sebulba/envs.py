@@ -44,6 +44,21 @@ class EnvConfig:
     img_size: int = 84               # square grayscale frame size
     full_action_space: bool = False  # 18 actions instead of the game's minimal set
 
+    def __post_init__(self) -> None:
+        # EnvPool 1.2 segfaults on reset with noop_max=0; 1 already means "no no-ops".
+        if self.noop_max < 1:
+            raise ValueError(f"noop_max={self.noop_max}; must be >= 1 (1 = no random no-ops; "
+                             f"EnvPool crashes on 0).")
+        if not 0.0 <= self.repeat_action_probability <= 1.0:
+            raise ValueError(f"repeat_action_probability={self.repeat_action_probability} "
+                             f"must be in [0, 1].")
+        for name in ("num_threads", "max_episode_steps"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name}={getattr(self, name)} must be >= 0 (0 = default).")
+        for name in ("frame_skip", "stack_num", "img_size"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name}={getattr(self, name)} must be >= 1.")
+
 
 @functools.lru_cache(maxsize=1)
 def _all_env_ids() -> tuple[str, ...]:
@@ -70,11 +85,14 @@ def is_atari(name: str) -> bool:
 class EnvPoolEnv:
     """An EnvPool batch with the uniform `reset`/`step` API of this module."""
 
-    def __init__(self, cfg: EnvConfig, num_envs: int, seed: int) -> None:
+    def __init__(self, cfg: EnvConfig, num_envs: int, seed: int,
+                 render_mode: str | None = None) -> None:
         import envpool
         check_env_id(cfg.name)
         kwargs: dict[str, Any] = dict(num_envs=num_envs, batch_size=num_envs, seed=int(seed),
                                       num_threads=cfg.num_threads)
+        if render_mode is not None:  # "rgb_array" for scripts/render.py
+            kwargs["render_mode"] = render_mode
         if cfg.max_episode_steps > 0:
             kwargs["max_episode_steps"] = cfg.max_episode_steps
         self.atari = is_atari(cfg.name)
@@ -99,12 +117,17 @@ class EnvPoolEnv:
         over = truncated | (info["terminated"].astype(bool) if self.atari else terminated)
         return TimeStep(obs, reward.astype(np.float32), terminated, truncated, over)
 
+    def render(self, env_id: int = 0) -> np.ndarray:
+        """RGB frame [H, W, 3] of one env; needs render_mode="rgb_array" at creation."""
+        return self._env.render(env_ids=[env_id])[0]
+
     def close(self) -> None:
         self._env.close()
 
 
-def make_env(cfg: EnvConfig, num_envs: int, seed: int) -> EnvPoolEnv:
+def make_env(cfg: EnvConfig, num_envs: int, seed: int,
+             render_mode: str | None = None) -> EnvPoolEnv:
     """Creates `num_envs` environments seeded from `seed` (each env gets seed + index)."""
     if num_envs <= 0:
         raise ValueError(f"num_envs must be positive, got {num_envs}.")
-    return EnvPoolEnv(cfg, num_envs, seed)
+    return EnvPoolEnv(cfg, num_envs, seed, render_mode)

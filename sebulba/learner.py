@@ -10,6 +10,7 @@ from typing import Callable, Sequence
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.sharding import PartitionSpec as P
 
 from sebulba.agent import Agent, PyTree, Rollout
@@ -40,5 +41,13 @@ def make_learn_fn(agent: Agent, topology: Topology
 
 
 def place_learner_state(state: PyTree, topology: Topology) -> PyTree:
-    """Replicates the initial learner state on every learner device."""
-    return jax.device_put(state, topology.replicated())
+    """Replicates the initial learner state on every learner device (of every process).
+
+    With several processes each passes its own, identical copy (same seed), which becomes the
+    local shards of one global replicated array.
+    """
+    sharding = topology.replicated()
+    if topology.num_processes == 1:
+        return jax.device_put(state, sharding)
+    return jax.tree.map(
+        lambda x: jax.make_array_from_process_local_data(sharding, np.asarray(x)), state)

@@ -29,6 +29,20 @@ class EpisodeStats:
         if len(self.returns) == self.returns.maxlen:
             self.best_mean = max(self.best_mean, float(np.mean(self.returns)))
 
+    def state_dict(self) -> dict:
+        """JSON-able state, so a resumed run's episode curves continue where they were."""
+        return {"returns": [float(r) for r in self.returns],
+                "lengths": [int(n) for n in self.lengths],
+                "total_episodes": self.total_episodes,
+                "best_mean": self.best_mean if np.isfinite(self.best_mean) else None}
+
+    def load_state_dict(self, state: Mapping) -> None:
+        self.returns.extend(state.get("returns", []))
+        self.lengths.extend(state.get("lengths", []))
+        self.total_episodes = int(state.get("total_episodes", 0))
+        best = state.get("best_mean")
+        self.best_mean = float("-inf") if best is None else float(best)
+
     def summary(self) -> dict[str, float]:
         if not self.returns:
             return {}
@@ -40,10 +54,16 @@ class EpisodeStats:
 
 
 class MetricsLogger:
-    """Writes scalars to TensorBoard and `metrics.jsonl` in `run_dir`; prints progress lines."""
+    """Writes scalars to TensorBoard and `metrics.jsonl` in `run_dir`; prints progress lines.
+
+    `resume_step`: the run continues from a checkpoint at this step, in the same run dir. Scalars
+    an earlier session logged after it (between that checkpoint and a crash) are dropped, from
+    `metrics.jsonl` and (via tensorboardX's purge_step) from TensorBoard, so curves continue
+    without duplicated steps.
+    """
 
     def __init__(self, run_dir: str, total_steps: int, console_every_s: float = 10.0,
-                 enabled: bool = True) -> None:
+                 enabled: bool = True, resume_step: int | None = None) -> None:
         self.run_dir = run_dir
         self.total_steps = total_steps
         self.console_every_s = console_every_s
@@ -55,8 +75,13 @@ class MetricsLogger:
         if enabled:
             from tensorboardX import SummaryWriter
             os.makedirs(run_dir, exist_ok=True)
-            self._writer = SummaryWriter(run_dir, flush_secs=10)
-            self._jsonl = open(os.path.join(run_dir, "metrics.jsonl"), "a", buffering=1)
+            jsonl = os.path.join(run_dir, "metrics.jsonl")
+            purge = None
+            if resume_step is not None:
+                purge = resume_step + 1
+                _truncate_jsonl(jsonl, resume_step)
+            self._writer = SummaryWriter(run_dir, flush_secs=10, purge_step=purge)
+            self._jsonl = open(jsonl, "a", buffering=1)
 
     def write(self, step: int, scalars: Mapping[str, float], force_print: bool = False) -> None:
         scalars = {k: float(v) for k, v in scalars.items()}
@@ -65,6 +90,8 @@ class MetricsLogger:
                 self._writer.add_scalar(k, v, global_step=step)
             self._jsonl.write(json.dumps({"step": step, "time": time.time(), **scalars}) + "\n")
         now = time.time()
+        if not self.enabled:
+            return
         if force_print or now - self._last_print >= self.console_every_s:
             self._last_print = now
             self._print(step, scalars, now - self._start)
@@ -84,6 +111,17 @@ class MetricsLogger:
             self._writer.close()
         if self._jsonl is not None:
             self._jsonl.close()
+
+
+def _truncate_jsonl(path: str, last_step: int) -> None:
+    """Keeps the lines of `path` with step <= last_step (atomically: write, then rename)."""
+    if not os.path.exists(path):
+        return
+    with open(path) as f:
+        keep = [line for line in f if line.strip() and json.loads(line)["step"] <= last_step]
+    with open(path + ".tmp", "w") as f:
+        f.writelines(keep)
+    os.replace(path + ".tmp", path)
 
 
 def _fmt_time(seconds: float) -> str:

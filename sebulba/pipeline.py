@@ -12,6 +12,8 @@ from typing import Any, Callable
 
 import jax
 
+from sebulba.topology import local_replica
+
 _POLL_S = 0.1  # how often blocked threads re-check the stop flag
 
 
@@ -103,6 +105,9 @@ class ParamsSource:
             return self._version
 
     def publish(self, params: Any, version: int) -> None:
+        """`params` may be replicated over the learner mesh; each actor device gets a copy
+        of this process's replica (device to device)."""
+        params = local_replica(params)
         # may_alias=False: when an actor device is also a learner device, the copy must not
         # share buffers with the learner state, which the next update donates.
         copies = {d: jax.device_put(params, d, may_alias=False) for d in self._devices}

@@ -3,6 +3,10 @@
 `train` owns the lifetime of every thread: an error in any of them, Ctrl-C or SIGTERM stops all
 threads, joins them with a timeout (threads are daemons, so a stuck env cannot hang the exit)
 and re-raises, so the process ends promptly and with a non-zero status on errors.
+
+Ctrl-C and SIGTERM stop gracefully: the learner finishes its update, a final checkpoint is
+written, then SIGTERM (pre-emption) returns normally (exit 0) and Ctrl-C raises
+KeyboardInterrupt. A second signal interrupts at once.
 """
 from __future__ import annotations
 
@@ -17,8 +21,10 @@ from typing import Any, Callable, Sequence
 import jax
 import numpy as np
 
+from sebulba import distributed
 from sebulba.actor import ActorThread, RolloutMessage
 from sebulba.agent import Agent, PyTree
+from sebulba.checkpoint import Checkpointer, Progress
 from sebulba.learner import make_learn_fn, place_learner_state
 from sebulba.logging import EpisodeStats, MetricsLogger
 from sebulba.pipeline import Lifetime, ParamsSource, Stopped, blocking_get
@@ -40,11 +46,13 @@ class RuntimeConfig:
     seed: int = 0
     stall_warning_s: float = 60.0   # warn once when the learner waits this long for data
     join_timeout_s: float = 10.0    # how long to wait for threads at shutdown
+    stop_at_return: float | None = None  # stop early once the 100-game mean return reaches it
 
     @property
     def batch_envs(self) -> int:
-        """Environments per update on this host."""
-        return len(self.actor_device_ids) * self.num_actor_threads * self.num_envs
+        """Environments per update over all hosts (every host runs the same layout)."""
+        return (len(self.actor_device_ids) * self.num_actor_threads * self.num_envs
+                * jax.process_count())
 
     @property
     def steps_per_update(self) -> int:
@@ -62,6 +70,8 @@ class TrainResult:
     updates: int
     episode_summary: dict[str, float]
     last_metrics: dict[str, float]
+    stopped_by: str | None = None    # signal name when SIGTERM/SIGINT ended the run early
+    checkpoint: str | None = None    # path of the final checkpoint, if one was written
 
 
 def validate_runtime_config(rc: RuntimeConfig) -> None:
@@ -73,75 +83,116 @@ def validate_runtime_config(rc: RuntimeConfig) -> None:
             raise ValueError(f"{name} must be a positive integer, got {value!r}.")
 
 
-class _SigtermAsInterrupt(contextlib.AbstractContextManager):
-    """Turns SIGTERM into KeyboardInterrupt in the main thread, so both stop cleanly."""
+class _StopOnSignal(contextlib.AbstractContextManager):
+    """First SIGINT/SIGTERM (main thread only) asks every thread to stop; the second raises
+    KeyboardInterrupt. Stopping, not raising, lets the learner finish its update, so the
+    learner state is intact for the final checkpoint."""
+
+    def __init__(self, lifetime: Lifetime) -> None:
+        self.lifetime = lifetime
+        self.received: str | None = None
+        self._old: dict = {}
 
     def __enter__(self):
-        self._old = None
         if threading.current_thread() is threading.main_thread():
-            self._old = signal.signal(signal.SIGTERM, self._handle)
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self._old[sig] = signal.signal(sig, self._handle)
         return self
 
-    @staticmethod
-    def _handle(signum, frame):
-        raise KeyboardInterrupt(f"signal {signum}")
+    def _handle(self, signum, frame):
+        name = signal.Signals(signum).name
+        if self.received is not None:
+            raise KeyboardInterrupt(f"second signal {name}")
+        self.received = name
+        print(f"{name}: stopping after the current update (signal again to stop at once).",
+              flush=True)
+        self.lifetime.stop()
 
     def __exit__(self, *exc):
-        if self._old is not None:
-            signal.signal(signal.SIGTERM, self._old)
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
         return False
 
 
 def train(agent: Agent, make_env: Callable[[int, int], Any], rc: RuntimeConfig,
           logger: MetricsLogger, *,
           on_update: Callable[[int, int, PyTree], None] | None = None,
-          actor_hook: Callable | None = None) -> TrainResult:
+          actor_hook: Callable | None = None, checkpointer: Checkpointer | None = None,
+          resume: Progress | None = None) -> TrainResult:
     """Trains `agent` until `rc.total_env_steps`; `make_env(num_envs, seed)` builds a batch.
 
-    `on_update(update, env_steps, learner_state)` runs after each update (checkpoints).
+    `on_update(update, env_steps, learner_state)` runs after each update. `checkpointer` saves
+    on its schedule and once more at the end (also after errors and signals, whenever the
+    learner state is intact), and is closed here. `resume` continues from a restored state:
+    learner state, counters and episode statistics carry on.
     """
     validate_runtime_config(rc)
     topo = make_topology(rc.actor_device_ids, rc.learner_device_ids, rc.num_envs)
-    probe = make_env(1, rc.seed)
-    example_obs = probe.reset()
-    probe.close()
-    state = place_learner_state(agent.init(jax.random.key(rc.seed), example_obs), topo)
+    if resume is None:
+        probe = make_env(1, rc.seed)
+        example_obs = probe.reset()
+        probe.close()
+        state = agent.init(jax.random.key(rc.seed), example_obs)
+    else:
+        state = resume.learner_state
+    state = place_learner_state(state, topo)
     learn = make_learn_fn(agent, topo)
 
     lifetime = Lifetime()
     params = ParamsSource(list(topo.actor_devices), lifetime)
-    params.publish(agent.actor_params(state), 0)
-    actors, queues = _start_actors(agent, make_env, rc, topo, params, lifetime, actor_hook)
-    loop = _LearnerLoop(rc, logger, lifetime, queues)
-    try:
-        with _SigtermAsInterrupt():
-            state = loop.run(state, learn, agent, params, on_update)
-    except Stopped:
-        pass
-    finally:
-        lifetime.stop()
-        deadline = time.time() + rc.join_timeout_s
-        for a in actors:
-            a.join(max(0.0, deadline - time.time()))
-        logger.close()
+    loop = _LearnerLoop(rc, logger, lifetime, [], topo, resume)
+    params.publish(agent.actor_params(state), loop.updates)
+    final = None
+    with _StopOnSignal(lifetime) as signals:
+        actors, loop.queues = _start_actors(agent, make_env, rc, topo, params, lifetime,
+                                            actor_hook, loop.updates)
+        try:
+            loop.run(state, learn, agent, params, on_update, checkpointer)
+        except Stopped:
+            pass
+        finally:
+            lifetime.stop()
+            deadline = time.time() + rc.join_timeout_s
+            for a in actors:
+                a.join(max(0.0, deadline - time.time()))
+            logger.close()
+            if checkpointer is not None:
+                # No intact state only if an update was cut short (second signal, learn error).
+                final = checkpointer.close(loop.progress() if loop.state is not None else None)
     lifetime.raise_if_failed()
-    return TrainResult(state, loop.env_steps, loop.updates, loop.episodes.summary(),
-                       loop.last_metrics)
+    if signals.received == "SIGINT":
+        raise KeyboardInterrupt("SIGINT" + (f" (checkpoint: {final})" if final else ""))
+    return TrainResult(loop.state, loop.env_steps, loop.updates, loop.episodes.summary(),
+                       loop.last_metrics, signals.received, final)
 
 
-def _start_actors(agent, make_env, rc, topo: Topology, params, lifetime, hook):
+def actor_seed(seed: int, actor_id: int, start_update: int = 0) -> int:
+    """Env and action-sampling seed of an actor thread.
+
+    EnvPool seeds env i of a pool with seed + i: space the pools (and hosts) apart. A run
+    resumed at update u > 0 draws fresh streams (a function of seed and u, so resuming is
+    reproducible) instead of replaying the first session's episodes; below 2**30 + offsets,
+    since EnvPool needs int32 seeds.
+    """
+    base = seed
+    if start_update > 0:
+        base = int(np.random.SeedSequence([seed, start_update]).generate_state(1)[0]) >> 2
+    return base + 100_003 * (actor_id + 1) + 10_000_019 * jax.process_index()
+
+
+def _start_actors(agent, make_env, rc, topo: Topology, params, lifetime, hook,
+                  start_update: int):
     actors, queues = [], []
     for d, device in enumerate(topo.actor_devices):
         for t in range(rc.num_actor_threads):
             actor_id = d * rc.num_actor_threads + t
             q: queue.Queue = queue.Queue(maxsize=rc.queue_size)
-            # EnvPool seeds env i of a pool with seed + i: space the pools apart.
-            seed = rc.seed + 100_003 * (actor_id + 1)
+            seed = actor_seed(rc.seed, actor_id, start_update)
             actors.append(ActorThread(
                 actor_id=actor_id, device=device, agent=agent,
                 make_env=lambda s: make_env(rc.num_envs, s), seed=seed,
                 unroll_length=rc.unroll_length, params=params, out_queue=q,
-                learner_sharding=topo.batch_sharded(), lifetime=lifetime,
+                learner_sharding=topo.local_batch_sharded(), lifetime=lifetime,
                 synchronous=rc.synchronous, on_step=hook))
             queues.append(q)
     for a in actors:
@@ -153,13 +204,21 @@ class _LearnerLoop:
     """Consumes one rollout per actor thread per update; logs stage timings and lag."""
 
     def __init__(self, rc: RuntimeConfig, logger: MetricsLogger, lifetime: Lifetime,
-                 queues: list[queue.Queue]) -> None:
+                 queues: list[queue.Queue], topo: Topology,
+                 resume: Progress | None = None) -> None:
         self.rc, self.logger, self.lifetime, self.queues = rc, logger, lifetime, queues
-        self.env_steps = 0
-        self.updates = 0
+        self.topo = topo
+        self.env_steps = resume.env_steps if resume else 0
+        self.updates = resume.updates if resume else 0
         self.episodes = EpisodeStats()
+        if resume:
+            self.episodes.load_state_dict(resume.episodes)
+        self.state: PyTree = None  # newest complete learner state; None while donated
         self.last_metrics: dict[str, float] = {}
         self._warned_stall = False
+
+    def progress(self) -> Progress:
+        return Progress(self.state, self.env_steps, self.updates, self.episodes.state_dict())
 
     def _on_wait(self, waited: float) -> None:
         if not self._warned_stall and waited > self.rc.stall_warning_s:
@@ -168,34 +227,52 @@ class _LearnerLoop:
             print(f"WARNING: learner has waited {waited:.0f}s for a rollout "
                   f"(queue depths per actor: {depths}); actors may be stalled.", flush=True)
 
-    def run(self, state, learn, agent: Agent, params: ParamsSource, on_update):
-        start = time.perf_counter()
-        while self.env_steps < self.rc.total_env_steps:
+    def _target_reached(self) -> bool:
+        target = self.rc.stop_at_return
+        return target is not None and self.episodes.best_mean >= target
+
+    def run(self, state, learn, agent: Agent, params: ParamsSource, on_update, checkpointer):
+        start, start_steps = time.perf_counter(), self.env_steps
+        self.state = state
+        if self.env_steps >= self.rc.total_env_steps:
+            print(f"nothing to do: already at {self.env_steps:,d} >= total_env_steps "
+                  f"{self.rc.total_env_steps:,d}.", flush=True)
+        while self.env_steps < self.rc.total_env_steps and not self._target_reached():
             t0 = time.perf_counter()
             depth = sum(q.qsize() for q in self.queues)
             msgs: list[RolloutMessage] = [blocking_get(q, self.lifetime, self._on_wait)
                                           for q in self.queues]
             t1 = time.perf_counter()
-            state, metrics = learn(state, tuple(m.rollout for m in msgs))
+            self.state = None  # donated: a learn error or second signal leaves none to save
+            state, metrics = learn(state, tuple(self.topo.to_global_batch(m.rollout)
+                                                for m in msgs))
+            self.state = state
             metrics = jax.device_get(metrics)  # waits for the update to finish
             t2 = time.perf_counter()
             lags = [self.updates - m.param_version for m in msgs]
             self.updates += 1
             params.publish(agent.actor_params(state), self.updates)
-            self.env_steps += sum(m.env_steps for m in msgs)
-            for m in msgs:
-                self.episodes.add(m.episodes)
+            # Every process runs the same layout: global steps = local steps x processes.
+            self.env_steps += sum(m.env_steps for m in msgs) * self.topo.num_processes
+            local_games = [e for m in msgs for e in m.episodes]
+            self.episodes.add(distributed.gather_episodes(
+                local_games, sum(m.env_steps for m in msgs)))
             scalars = {k: float(np.asarray(v)) for k, v in metrics.items()}
-            scalars.update(self._runtime_scalars(msgs, lags, depth, t1 - t0, t2 - t1, start))
+            scalars.update(self._runtime_scalars(msgs, lags, depth, t1 - t0, t2 - t1, start,
+                                                 start_steps))
             self.last_metrics = scalars
             self.logger.write(self.env_steps, scalars,
                               force_print=self.env_steps >= self.rc.total_env_steps)
+            if checkpointer is not None:
+                checkpointer.after_update(self.progress())
             if on_update is not None:
                 on_update(self.updates, self.env_steps, state)
         return state
 
-    def _runtime_scalars(self, msgs, lags, depth, wait_s, step_s, start) -> dict[str, float]:
-        out = {"sps": self.env_steps / max(time.perf_counter() - start, 1e-9),
+    def _runtime_scalars(self, msgs, lags, depth, wait_s, step_s, start, start_steps
+                         ) -> dict[str, float]:
+        # This session's steps only: a resumed run starts its clock again.
+        out = {"sps": (self.env_steps - start_steps) / max(time.perf_counter() - start, 1e-9),
                "updates": float(self.updates),
                "policy_lag/mean": float(np.mean(lags)), "policy_lag/max": float(np.max(lags)),
                "queue/depth": float(depth),

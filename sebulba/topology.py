@@ -1,4 +1,8 @@
-"""Which local devices act and which learn; validated up front with clear errors."""
+"""Which devices act and which learn; validated up front with clear errors.
+
+With several processes (hosts), every process uses the same local ids; the learner mesh spans
+the learner devices of all processes (process-major), so one update spans every host.
+"""
 from __future__ import annotations
 
 import dataclasses
@@ -18,13 +22,38 @@ class Topology:
     Device ids are indices into `jax.local_devices()`; one device may both act and learn.
     """
 
-    actor_devices: tuple[jax.Device, ...]
-    learner_devices: tuple[jax.Device, ...]
-    mesh: Mesh
+    actor_devices: tuple[jax.Device, ...]    # this process's actor devices
+    learner_devices: tuple[jax.Device, ...]  # this process's learner devices
+    mesh: Mesh                               # learner devices of all processes
+    local_mesh: Mesh                         # this process's learner devices only
 
     @property
     def num_learners(self) -> int:
-        return len(self.learner_devices)
+        """Learner devices over all processes."""
+        return self.mesh.devices.size
+
+    @property
+    def num_processes(self) -> int:
+        return jax.process_count()
+
+    def local_batch_sharded(self) -> NamedSharding:
+        """Where an actor puts its rollout: split along envs over this host's learners."""
+        return NamedSharding(self.local_mesh, P(None, LEARNER_AXIS))
+
+    def to_global_batch(self, tree):
+        """Joins every process's locally sharded rollout into one array over the global mesh.
+
+        Process p's env columns land at block p of the batch axis; no data moves.
+        """
+        if self.num_processes == 1:
+            return tree
+        sharding = self.batch_sharded()
+
+        def join(x):
+            shape = (x.shape[0], x.shape[1] * self.num_processes) + x.shape[2:]
+            shards = [s.data for s in x.addressable_shards]
+            return jax.make_array_from_single_device_arrays(shape, sharding, shards)
+        return jax.tree.map(join, tree)
 
     def replicated(self) -> NamedSharding:
         """Sharding of the learner state: one full copy per learner device."""
@@ -55,12 +84,21 @@ def make_topology(actor_device_ids: Sequence[int], learner_device_ids: Sequence[
     actor_device_ids, learner_device_ids = list(actor_device_ids), list(learner_device_ids)
     _check_ids(actor_device_ids, "actor_device_ids", len(local))
     _check_ids(learner_device_ids, "learner_device_ids", len(local))
-    n_learn = len(learner_device_ids)
+    n_learn = len(learner_device_ids)  # per process: each host splits its own rollouts
     if num_envs_per_thread % n_learn != 0:
         raise ValueError(
             f"num_envs={num_envs_per_thread} (per actor thread) must be divisible by the number "
             f"of learner devices ({n_learn}, learner_device_ids={learner_device_ids}): each "
             f"rollout is split along the environment axis across the learners.")
     learners = tuple(local[i] for i in learner_device_ids)
-    mesh = Mesh(np.array(learners), (LEARNER_AXIS,))
-    return Topology(tuple(local[i] for i in actor_device_ids), learners, mesh)
+    everyone = [jax.local_devices(process_index=p)[i]
+                for p in range(jax.process_count()) for i in learner_device_ids]
+    return Topology(tuple(local[i] for i in actor_device_ids), learners,
+                    Mesh(np.array(everyone), (LEARNER_AXIS,)),
+                    Mesh(np.array(learners), (LEARNER_AXIS,)))
+
+
+def local_replica(tree):
+    """This process's copy of an array tree replicated over devices (no cross-host copy)."""
+    return jax.tree.map(lambda x: x.addressable_shards[0].data
+                        if isinstance(x, jax.Array) else x, tree)

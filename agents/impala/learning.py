@@ -58,7 +58,7 @@ def make_learn_step(network: nn.Module, cfg: ImpalaConfig, optimizer, lr_schedul
         updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
         params = optax.apply_updates(state.params, updates)
         metrics = parallel.mean_metrics(metrics, axis_name)
-        metrics["optim/grad_norm"] = optax.global_norm(grads)
+        metrics["optim/grad_norm"] = optax.tree.norm(grads)
         metrics["optim/learning_rate"] = lr_schedule(state.update)
         return LearnerState(params, opt_state, state.update + 1), metrics
 

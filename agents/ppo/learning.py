@@ -189,7 +189,7 @@ def make_learn_step(network: nn.Module, cfg: PPOConfig, optimizer, lr_schedule):
         updates, opt_state = optimizer.update(grads, opt_state, params)
         updates = jax.tree.map(lambda u: -lr * u, updates)
         metrics = parallel.mean_metrics(metrics, axis_name)
-        metrics["optim/grad_norm"] = optax.global_norm(grads)
+        metrics["optim/grad_norm"] = optax.tree.norm(grads)
         return optax.apply_updates(params, updates), opt_state, metrics
 
     def guarded_step(carry, mb: Batch, lr, axis_name: str):

@@ -21,7 +21,22 @@ def runtime_fields(config: ml_collections.ConfigDict) -> None:
     config.synchronous = False         # True: actors wait for params of the latest update
     config.stall_warning_s = 120.0     # warn if the learner waits this long for data
     config.join_timeout_s = 10.0       # seconds to wait for threads on shutdown
+    # stop early once the 100-game mean return reaches this (None = off)
+    config.stop_at_return = ml_collections.config_dict.placeholder(float)
     config.run_dir = ""                # "" = runs/<experiment>-<env>-s<seed>-<time>
+    config.checkpoint_every_updates = 0     # checkpoint every N updates (0 = off); always at the end
+    config.checkpoint_every_minutes = 10.0  # ... and every M minutes of training (0 = off)
+    config.checkpoint_keep = 3         # newest checkpoints kept in <run_dir>/checkpoints (0 = none)
+    config.resume = ""                 # run dir or checkpoint dir to continue ("" = fresh run)
+    config.distributed = ml_collections.ConfigDict(dict(
+        mode="auto",                   # auto: join when num_processes > 1 or under SLURM; on; off
+        coordinator_address="",        # host:port of process 0 ("" = detect, e.g. SLURM)
+        num_processes=1,               # processes in the job (one per host)
+        process_id=0,                  # this process's rank
+        local_device_ids=ml_collections.config_dict.placeholder(tuple),  # None = all local
+        heartbeat_timeout_s=60,        # a dead peer aborts the others after about this long
+        init_timeout_s=300,            # seconds to wait for all processes to join
+    ))
     config.console_every_s = 10.0      # seconds between console progress lines
 
 

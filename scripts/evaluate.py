@@ -1,0 +1,178 @@
+"""Evaluates a checkpoint: N full games with true scores, on seeds disjoint from training.
+
+    python scripts/evaluate.py runs/impala-Breakout-v5-s0-20250101-120000 --episodes 100
+    python scripts/evaluate.py runs/.../checkpoints/4880 --policy sample --noop_max 1
+
+The agent's network is rebuilt from the config saved in the checkpoint
+(`sebulba.experiment.make_network`) and acts with the learner state's `params`: greedy (argmax of
+the logits, default) or sampled. Games are whole: no episodic life, no reward clipping (the
+runtime never clips; agents clip in their loss), and the training config's sticky actions and
+EnvPool time limit. Each of the `--num_envs` parallel envs plays a fixed share of the episodes,
+so short games are not over-represented. Prints mean/median/std/min/max and writes JSON (default
+`<run_dir>/eval/update<N>-<policy>.json`). See docs/checkpoints.md.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import sys
+import time
+from typing import Any, Callable
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+from sebulba import checkpoint, envs, experiment  # noqa: E402
+
+# Training env seeds stay below 2**30 plus small per-actor/host offsets (runner.actor_seed);
+# EnvPool needs int32 seeds, so evaluation starts high in the int32 range.
+EVAL_SEED = 2**31 - 2**20
+
+
+@dataclasses.dataclass
+class Policy:
+    """A checkpoint's policy, ready to act on a batch of observations."""
+
+    checkpoint: str
+    meta: dict
+    config: Any  # the run's ml_collections ConfigDict
+    act: Callable[[np.ndarray, jax.Array], np.ndarray]  # (obs [B, ...], key) -> actions [B]
+
+
+def eval_env_config(config, noop_max: int | None = None,
+                    max_episode_steps: int | None = None) -> envs.EnvConfig:
+    """The run's env settings for evaluation: whole games (no episodic life)."""
+    values = config.env.to_dict()
+    values["episodic_life"] = False
+    if noop_max is not None:
+        values["noop_max"] = noop_max
+    if max_episode_steps is not None:
+        values["max_episode_steps"] = max_episode_steps
+    return envs.EnvConfig(**values)
+
+
+def load_policy(path: str, greedy: bool = True) -> Policy:
+    """Rebuilds the network from the checkpoint's config and loads its `params`.
+
+    Raises ValueError naming the differences if the params do not fit that network.
+    """
+    ckpt = checkpoint.resolve(path)
+    params, meta = checkpoint.load_params(ckpt)
+    config = checkpoint.config_from_metadata(meta)
+    probe = envs.make_env(eval_env_config(config), 1, EVAL_SEED)
+    obs = probe.reset()
+    network = experiment.make_network(config, probe.action_space)
+    probe.close()
+    expected = checkpoint.describe(jax.eval_shape(network.init, jax.random.key(0), obs))
+    checkpoint.check_compatible(checkpoint.describe(params), expected,
+                                what="the network its config builds")
+    params = jax.device_put(params)
+
+    @jax.jit
+    def act(obs, key):
+        logits, _ = network.apply(params, obs)
+        return jnp.argmax(logits, -1) if greedy else jax.random.categorical(key, logits)
+
+    return Policy(ckpt, meta, config, lambda obs, key: np.asarray(act(obs, key)))
+
+
+def play(policy: Policy, env_cfg: envs.EnvConfig, episodes: int, num_envs: int, seed: int
+         ) -> tuple[list[float], list[int]]:
+    """(returns, lengths) of `episodes` games; env i plays a fixed quota of them."""
+    num_envs = max(1, min(num_envs, episodes))
+    quota = np.array([episodes // num_envs + (i < episodes % num_envs) for i in range(num_envs)])
+    env = envs.make_env(env_cfg, num_envs, seed)
+    key = jax.random.key(seed)
+    ret, length = np.zeros(num_envs), np.zeros(num_envs, np.int64)
+    done = np.zeros(num_envs, np.int64)
+    prev_over = np.zeros(num_envs, bool)
+    returns: list[float] = []
+    lengths: list[int] = []
+    obs = env.reset()
+    try:
+        while (done < quota).any():
+            key, sub = jax.random.split(key)
+            ts = env.step(policy.act(obs, sub))
+            ret += ts.reward
+            length += ~prev_over  # the step after a game's end is EnvPool's reset step
+            for i in np.flatnonzero(ts.episode_over):
+                if done[i] < quota[i]:
+                    returns.append(float(ret[i]))
+                    lengths.append(int(length[i]))
+                    done[i] += 1
+            ret[ts.episode_over], length[ts.episode_over] = 0.0, 0
+            prev_over, obs = ts.episode_over, ts.obs
+    finally:
+        env.close()
+    return returns, lengths
+
+
+def summarize(returns: list[float]) -> dict[str, float]:
+    r = np.asarray(returns, np.float64)
+    return {"mean": float(r.mean()), "median": float(np.median(r)), "std": float(r.std()),
+            "min": float(r.min()), "max": float(r.max())}
+
+
+def default_output(ckpt: str, meta: dict, name: str, ext: str) -> str:
+    """`<run_dir>/<name>/update<N>-...`, or beside the checkpoints dir when not in a run dir."""
+    run_dir = checkpoint.run_dir_of(ckpt) or os.path.dirname(ckpt)
+    return os.path.join(run_dir, name, f"update{meta.get('updates', 0)}{ext}")
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("path", help="checkpoint dir, checkpoints dir or run dir (newest checkpoint)")
+    p.add_argument("--episodes", type=int, default=100, help="games to play (default 100)")
+    p.add_argument("--policy", choices=("greedy", "sample"), default="greedy",
+                   help="argmax of the logits (default) or sample from them")
+    p.add_argument("--noop_max", type=int, default=None,
+                   help="Atari random no-ops at reset; default: the run's (1 = none)")
+    p.add_argument("--max_episode_steps", type=int, default=None,
+                   help="time limit per game; default: the run's (0 = EnvPool's)")
+    p.add_argument("--num_envs", type=int, default=16, help="parallel envs (default 16)")
+    p.add_argument("--seed", type=int, default=EVAL_SEED,
+                   help=f"env/sampling seed (default {EVAL_SEED}, disjoint from training)")
+    p.add_argument("--output", default="", help="JSON path; default <run_dir>/eval/...")
+    args = p.parse_args(argv)
+    if args.episodes < 1 or args.num_envs < 1:
+        p.error(f"--episodes={args.episodes} and --num_envs={args.num_envs} must be >= 1")
+    return args
+
+
+def main(argv=None) -> dict:
+    """Runs the evaluation; returns (and writes) the JSON report."""
+    args = parse_args(argv)
+    start = time.time()
+    policy = load_policy(args.path, greedy=args.policy == "greedy")
+    env_cfg = eval_env_config(policy.config, args.noop_max, args.max_episode_steps)
+    returns, lengths = play(policy, env_cfg, args.episodes, args.num_envs, args.seed)
+    meta = policy.meta
+    report = {"checkpoint": policy.checkpoint, "experiment": meta.get("experiment"),
+              "env": env_cfg.name, "updates": meta.get("updates"),
+              "env_steps": meta.get("env_steps"), "policy": args.policy,
+              "episodes": len(returns), "noop_max": env_cfg.noop_max,
+              "repeat_action_probability": env_cfg.repeat_action_probability,
+              "seed": args.seed, **summarize(returns),
+              "length_mean": float(np.mean(lengths)), "seconds": time.time() - start,
+              "returns": returns, "lengths": lengths}
+    out = args.output or default_output(policy.checkpoint, meta, "eval", f"-{args.policy}.json")
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    with open(out, "w") as f:
+        json.dump(report, f, indent=2)
+    print(f"{report['env']} update {report['updates']:,} ({report['env_steps']:,} env steps), "
+          f"{len(returns)} games, {args.policy}: mean {report['mean']:.2f}  median "
+          f"{report['median']:.2f}  std {report['std']:.2f}  min {report['min']:.2f}  max "
+          f"{report['max']:.2f}  (mean length {report['length_mean']:.0f})\nwrote {out}",
+          flush=True)
+    return report
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,170 @@
+"""Records a checkpoint's agent playing, to an MP4 (when imageio has ffmpeg) or a GIF.
+
+    python scripts/render.py runs/impala-Breakout-v5-s0-20250101-120000 --episodes 1
+    python scripts/render.py runs/.../checkpoints/4880 --output breakout.gif --max_frames 500
+
+The policy and env settings are those of scripts/evaluate.py (whole games, greedy by default).
+Frames come from EnvPool's render API (`render_mode="rgb_array"`: Atari's full 210x160 RGB
+screen, one frame per agent step, i.e. every `frame_skip`-th emulator frame; classic control's
+drawing). `--frames obs` (or when rendering fails) uses the last grayscale frame of the stacked
+observation instead, upscaled by `--scale`. MuJoCo rendering needs an OpenGL context (EGL or
+OSMesa with a working driver, or a display); EnvPool aborts the whole process without one, so it
+is probed in a subprocess first and the script exits with a clear message (status 2) if this
+machine cannot render. MP4 needs imageio's ffmpeg plugin (`pip install imageio-ffmpeg` or `av`);
+without it the video is written as GIF (Pillow) and the script says so.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+import jax  # noqa: E402
+import numpy as np  # noqa: E402
+
+from scripts import evaluate  # noqa: E402
+from sebulba import envs  # noqa: E402
+
+_PROBE = ("import envpool, sys; e = envpool.make(sys.argv[1], env_type='gymnasium', "
+          "num_envs=1, render_mode='rgb_array'); e.reset(); e.render()")
+
+
+def can_write_mp4() -> bool:
+    """Whether imageio has an ffmpeg backend (imageio-ffmpeg or PyAV)."""
+    return any(importlib.util.find_spec(m) is not None for m in ("imageio_ffmpeg", "av"))
+
+
+def needs_gl(env_name: str) -> bool:
+    """MuJoCo tasks render through OpenGL (EnvPool registers them under envpool.mujoco.*)."""
+    from envpool.registration import registry
+    return registry.specs[env_name][0].startswith("envpool.mujoco")
+
+
+def check_can_render(env_name: str) -> None:
+    """Exits with status 2 and a clear message if EnvPool cannot render `env_name` here."""
+    if not needs_gl(env_name):
+        return
+    proc = subprocess.run([sys.executable, "-c", _PROBE, env_name], capture_output=True,
+                          text=True, timeout=300)
+    if proc.returncode != 0:
+        detail = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
+        sys.exit(f"cannot render {env_name} on this machine: EnvPool's MuJoCo renderer needs "
+                 f"an OpenGL context (EGL or OSMesa with a working driver, or a display), and a "
+                 f"probe render exited with status {proc.returncode}: {detail}")
+
+
+def obs_frame(obs: np.ndarray, scale: int) -> np.ndarray:
+    """The newest frame of a stacked grayscale observation [stack, H, W] as RGB, upscaled."""
+    if obs.ndim != 3:
+        raise ValueError(f"observation of shape {obs.shape} is not a stack of frames; use "
+                         f"--frames render (EnvPool's render API).")
+    frame = np.repeat(np.repeat(obs[-1], scale, axis=0), scale, axis=1)
+    return np.stack([frame] * 3, axis=-1).astype(np.uint8)
+
+
+def record(policy: evaluate.Policy, env_cfg: envs.EnvConfig, episodes: int, max_frames: int,
+           seed: int, frames_from: str = "render", scale: int = 4
+           ) -> tuple[list[np.ndarray], list[float]]:
+    """Plays up to `episodes` games (at most `max_frames` frames); returns (frames, returns)."""
+    use_render = frames_from == "render"
+    env = envs.make_env(env_cfg, 1, seed, render_mode="rgb_array" if use_render else None)
+    key = jax.random.key(seed)
+    frames: list[np.ndarray] = []
+    returns: list[float] = []
+    ret = 0.0
+
+    def grab(obs):
+        nonlocal use_render
+        if use_render:
+            try:
+                return env.render()
+            except Exception as e:  # noqa: BLE001 - fall back to observation frames
+                print(f"EnvPool render failed ({e!r}); using observation frames.", flush=True)
+                use_render = False
+        return obs_frame(obs[0], scale)
+
+    try:
+        obs = env.reset()
+        frames.append(grab(obs))
+        while len(returns) < episodes and len(frames) < max_frames:
+            key, sub = jax.random.split(key)
+            ts = env.step(policy.act(obs, sub))
+            ret += float(ts.reward[0])
+            obs = ts.obs
+            frames.append(grab(obs))
+            if ts.episode_over[0]:
+                returns.append(ret)
+                ret = 0.0
+                if len(returns) < episodes:  # EnvPool resets on the next step; skip its frame
+                    key, sub = jax.random.split(key)
+                    obs = env.step(policy.act(obs, sub)).obs
+    finally:
+        env.close()
+    return frames, returns
+
+
+def write_video(path: str, frames: list[np.ndarray], fps: float) -> str:
+    """Writes MP4 (needs ffmpeg) or GIF by extension; falls back to GIF. Returns the path."""
+    import imageio.v3 as iio
+    if not path.lower().endswith(".gif") and not can_write_mp4():
+        path = os.path.splitext(path)[0] + ".gif"
+        print(f"imageio has no ffmpeg plugin (pip install imageio-ffmpeg); writing GIF: {path}",
+              flush=True)
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    if path.lower().endswith(".gif"):
+        iio.imwrite(path, np.stack(frames), duration=1000.0 / fps, loop=0)
+    else:
+        iio.imwrite(path, np.stack(frames), fps=fps)
+    return path
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("path", help="checkpoint dir, checkpoints dir or run dir (newest checkpoint)")
+    p.add_argument("--output", default="",
+                   help="video path (.mp4 or .gif); default <run_dir>/videos/update<N>.mp4|gif")
+    p.add_argument("--episodes", type=int, default=1, help="games to record (default 1)")
+    p.add_argument("--max_frames", type=int, default=3000,
+                   help="stop after this many frames in all (default 3000)")
+    p.add_argument("--policy", choices=("greedy", "sample"), default="greedy")
+    p.add_argument("--frames", choices=("render", "obs"), default="render",
+                   help="EnvPool's RGB render (default) or the observation's last frame")
+    p.add_argument("--scale", type=int, default=4, help="upscaling of observation frames")
+    p.add_argument("--fps", type=float, default=30.0, help="frames per second (default 30)")
+    p.add_argument("--noop_max", type=int, default=None, help="default: the run's")
+    p.add_argument("--seed", type=int, default=evaluate.EVAL_SEED)
+    args = p.parse_args(argv)
+    for name in ("episodes", "max_frames", "scale"):
+        if getattr(args, name) < 1:
+            p.error(f"--{name}={getattr(args, name)} must be >= 1")
+    if args.fps <= 0:
+        p.error(f"--fps={args.fps} must be positive")
+    return args
+
+
+def main(argv=None) -> str:
+    """Records and writes the video; returns its path."""
+    args = parse_args(argv)
+    policy = evaluate.load_policy(args.path, greedy=args.policy == "greedy")
+    env_cfg = evaluate.eval_env_config(policy.config, args.noop_max)
+    if args.frames == "render":
+        check_can_render(env_cfg.name)
+    frames, returns = record(policy, env_cfg, args.episodes, args.max_frames, args.seed,
+                             args.frames, args.scale)
+    ext = ".mp4" if can_write_mp4() else ".gif"
+    out = write_video(args.output or evaluate.default_output(
+        policy.checkpoint, policy.meta, "videos", ext), frames, args.fps)
+    cut = "" if len(returns) >= args.episodes else f" (stopped at --max_frames={args.max_frames})"
+    print(f"wrote {out}: {len(frames)} frames of {frames[0].shape}, {len(returns)} finished "
+          f"game(s) with returns {returns}{cut}", flush=True)
+    return out
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,16 @@
+"""Learning test: IMPALA on CartPole-v1 reaches a 100-episode mean return of at least 400.
+
+The run stops as soon as the mean reaches 400 (stop_at_return) or after 1M steps, whichever
+comes first; on 2 cores it typically stops after 150k-300k steps.
+"""
+from experiments import impala_atari
+from tests.helpers import classic_config
+
+
+def test_impala_learns_cartpole(tmp_path):
+    config = classic_config(tmp_path, total_env_steps=1_000_000, stop_at_return=400.0, seed=0)
+    result = impala_atari.run(config)
+    best = result.episode_summary["episode/return_best_mean"]
+    print("IMPALA CartPole:", result.episode_summary)
+    assert best >= 400, result.episode_summary
+    assert result.env_steps < 1_000_000 + 256

@@ -1,0 +1,35 @@
+"""A small CartPole run for fault tests, started as a subprocess by test_shutdown.py.
+
+Usage: python -m tests.sebulba.fault_run MODE RUN_DIR, MODE in {actor_error, long}.
+"""
+import os
+import sys
+
+os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=3"
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+from experiments import impala_atari  # noqa: E402
+from experiments.configs import impala_classic  # noqa: E402
+from sebulba import experiment  # noqa: E402
+
+
+def main(mode: str, run_dir: str) -> None:
+    config = impala_classic.get_config()
+    config.run_dir = run_dir
+    config.console_every_s = 0.0
+    config.num_actor_threads = 2
+    config.learner_device_ids = (1, 2)
+    config.total_env_steps = 10_000_000 if mode == "long" else 200_000
+    hook = None
+    if mode == "actor_error":
+        calls = {"n": 0}
+
+        def hook(actor_id, t, ts):
+            calls["n"] += 1
+            if actor_id == 1 and calls["n"] > 300:
+                raise RuntimeError("injected env failure")
+    experiment.run(config, impala_atari.make_agent, name="fault", actor_hook=hook)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])

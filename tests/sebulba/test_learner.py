@@ -1,0 +1,52 @@
+"""The data-parallel learner: N learner devices must equal one device on the whole batch.
+
+This pins the gradient-averaging trap of shard_map (see agents/parallel.py): a sum instead of a
+mean, or a double mean, would make these differ by a factor of N.
+"""
+import jax
+import numpy as np
+import pytest
+
+import agents.impala as impala
+import networks
+from sebulba.learner import make_learn_fn, place_learner_state
+from sebulba.topology import make_topology
+from tests.helpers import random_rollout
+
+T, B, OBS, ACTIONS = 6, 8, 4, 3
+
+
+def _one_update(learner_ids, rollouts, cfg):
+    net = networks.ActorCritic(torso=networks.make_torso("mlp", hidden_sizes=(16,)),
+                               num_actions=ACTIONS)
+    agent = impala.make_agent(net, cfg, num_updates=10)
+    topo = make_topology([0], learner_ids, num_envs_per_thread=B)
+    state = agent.init(jax.random.key(0), rollouts[0].obs[0])
+    state = place_learner_state(state, topo)
+    sharded = tuple(jax.device_put(r, topo.batch_sharded()) for r in rollouts)
+    state, metrics = make_learn_fn(agent, topo)(state, sharded)
+    return jax.device_get(state.params), jax.device_get(metrics)
+
+
+@pytest.mark.parametrize("optimizer", ["rmsprop", "adam"])
+def test_sharded_update_equals_single_device(optimizer):
+    rng = np.random.default_rng(0)
+    rollouts = [random_rollout(rng, T, B, OBS, ACTIONS) for _ in range(2)]
+    cfg = impala.ImpalaConfig(optimizer=optimizer, learning_rate=1e-2, max_grad_norm=0.0)
+    p1, m1 = _one_update([0], rollouts, cfg)
+    p4, m4 = _one_update([0, 1, 2, 3], rollouts, cfg)
+    for a, b in zip(jax.tree.leaves(p1), jax.tree.leaves(p4)):
+        np.testing.assert_allclose(a, b, rtol=2e-5, atol=1e-6)
+    for k in m1:
+        np.testing.assert_allclose(m1[k], m4[k], rtol=1e-4, atol=1e-6, err_msg=k)
+    # The update really moved the parameters (the comparison is not vacuous).
+    p0 = _initial_params(rollouts)
+    moved = max(float(np.abs(a - b).max()) for a, b in zip(jax.tree.leaves(p0),
+                                                           jax.tree.leaves(p1)))
+    assert moved > 1e-3
+
+
+def _initial_params(rollouts):
+    net = networks.ActorCritic(torso=networks.make_torso("mlp", hidden_sizes=(16,)),
+                               num_actions=ACTIONS)
+    return jax.device_get(net.init(jax.random.key(0), rollouts[0].obs[0]))

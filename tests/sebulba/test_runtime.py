@@ -1,0 +1,31 @@
+"""End-to-end runtime on CartPole: 1 actor device, 2 learner devices, 2 actor threads."""
+import json
+
+import jax
+import numpy as np
+
+from experiments import impala_atari
+from tests.helpers import classic_config
+
+
+def test_runtime_end_to_end_two_learners(tmp_path):
+    config = classic_config(tmp_path, actor_device_ids=(0,), learner_device_ids=(1, 2),
+                            num_actor_threads=2, num_envs=4, unroll_length=8,
+                            total_env_steps=64 * 40)
+    result = impala_atari.run(config)
+    steps_per_update = 2 * 4 * 8
+    assert result.updates == 40
+    assert result.env_steps == 40 * steps_per_update
+    # Learner state is replicated over exactly the two learner devices.
+    leaf = jax.tree.leaves(result.learner_state.params)[0]
+    assert {d.id for d in leaf.sharding.device_set} == {1, 2}
+    m = result.last_metrics
+    assert np.isfinite(m["loss/total"]) and m["sps"] > 0
+    assert 0 <= m["policy_lag/mean"] <= m["policy_lag/max"] <= 3  # bounded by queue sizes
+    assert m["episode/count"] > 0
+    lines = [json.loads(l) for l in open(tmp_path / "run" / "metrics.jsonl")]
+    assert len(lines) == 40 and lines[-1]["step"] == result.env_steps
+    for key in ("time/learner_step_s", "time/learner_wait_data_s", "queue/depth",
+                "time/actor/params_wait_s", "time/actor/env_s", "optim/grad_norm",
+                "optim/learning_rate", "policy/entropy"):
+        assert key in lines[-1], key
