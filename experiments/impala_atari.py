@@ -8,16 +8,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from absl import app  # noqa: E402
-from ml_collections import config_flags  # noqa: E402
-
 import agents.impala as impala  # noqa: E402
 from sebulba import experiment  # noqa: E402
-
-_CONFIG = config_flags.DEFINE_config_file(
-    "config", os.path.join(os.path.dirname(__file__), "configs", "impala_atari.py"),
-    "Experiment config file (append :debug for the tiny variant).", lock_config=True)
-
 
 def make_agent(network, agent_config, num_updates: int):
     return impala.make_agent(network, impala.ImpalaConfig(**agent_config.to_dict()), num_updates)
@@ -27,10 +19,5 @@ def run(config):
     return experiment.run(config, make_agent, name="impala")
 
 
-def main(argv):
-    del argv
-    run(_CONFIG.value)
-
-
 if __name__ == "__main__":
-    app.run(main)
+    experiment.cli(run, os.path.join(os.path.dirname(__file__), "configs", "impala_atari.py"))

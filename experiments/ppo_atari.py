@@ -11,16 +11,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from absl import app  # noqa: E402
-from ml_collections import config_flags  # noqa: E402
-
 import agents.ppo as ppo  # noqa: E402
 from sebulba import experiment  # noqa: E402
-
-_CONFIG = config_flags.DEFINE_config_file(
-    "config", os.path.join(os.path.dirname(__file__), "configs", "ppo_atari.py"),
-    "Experiment config file (append :debug for the tiny variant).", lock_config=True)
-
 
 def agent_config(config) -> ppo.PPOConfig:
     """The agent's frozen config, with correction="auto" resolved for the runtime's mode."""
@@ -45,10 +37,5 @@ def run(config):
                           ppo.make_agent(network, cfg, num_updates), name="ppo")
 
 
-def main(argv):
-    del argv
-    run(_CONFIG.value)
-
-
 if __name__ == "__main__":
-    app.run(main)
+    experiment.cli(run, os.path.join(os.path.dirname(__file__), "configs", "ppo_atari.py"))

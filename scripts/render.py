@@ -20,6 +20,7 @@ import importlib.util
 import os
 import subprocess
 import sys
+import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -49,10 +50,11 @@ def check_can_render(env_name: str) -> None:
     """Exits with status 2 and a clear message if EnvPool cannot render `env_name` here."""
     if not needs_gl(env_name):
         return
-    proc = subprocess.run([sys.executable, "-c", _PROBE, env_name], capture_output=True,
-                          text=True, timeout=300)
+    with tempfile.TemporaryDirectory() as tmp:  # MuJoCo writes MUJOCO_LOG.TXT into the cwd
+        proc = subprocess.run([sys.executable, "-c", _PROBE, env_name], stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True, timeout=300, cwd=tmp)
     if proc.returncode != 0:
-        detail = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
+        detail = (proc.stdout.strip().splitlines() or ["(no output)"])[-1]
         sys.exit(f"cannot render {env_name} on this machine: EnvPool's MuJoCo renderer needs "
                  f"an OpenGL context (EGL or OSMesa with a working driver, or a display), and a "
                  f"probe render exited with status {proc.returncode}: {detail}")

@@ -5,7 +5,7 @@ A checkpoint is the agent's whole learner state, saved generically (whatever pyt
 metadata: experiment name, env-step and update counters, the episode-statistics window, the seed
 and the full config. Layout, under `<run_dir>/checkpoints/<update>/`:
     state/   the learner state in flax's state-dict form (nested dicts keyed by field name)
-    meta/    the JSON metadata (see `Checkpointer._metadata`)
+    meta/    the JSON metadata (see `Checkpointer.save`); also the tree's paths, shapes, dtypes
 The state is copied to the host before saving, because the runtime donates the device buffers to
 the next update; orbax then writes it in the background while training goes on.
 """
@@ -123,16 +123,17 @@ class Checkpointer:
 
     def after_update(self, progress: Progress) -> bool:
         """Saves if an interval has passed; returns whether it saved."""
-        due = (self.every_updates and progress.updates % self.every_updates == 0) or (
-            self.every_minutes and time.monotonic() - self._last_time >= 60 * self.every_minutes)
-        if due:
+        by_count = self.every_updates > 0 and progress.updates % self.every_updates == 0
+        by_time = (self.every_minutes > 0
+                   and time.monotonic() - self._last_time >= 60 * self.every_minutes)
+        if by_count or by_time:
             self.save(progress)
-        return bool(due)
+        return by_count or by_time
 
     def save(self, progress: Progress) -> str:
         """Writes a checkpoint for `progress.updates` (in the background); returns its path."""
         if self.last_saved is not None and progress.updates <= self.last_saved:
-            return self.path(progress.updates)  # already saved (e.g. final save after a periodic one)
+            return self.path(progress.updates)  # e.g. a final save right after a periodic one
         # Keys become raw uint32 data (key arrays are not plain arrays); restore re-wraps them.
         host = jax.tree.map(_to_host, progress.learner_state)
         key_impls = {p: str(jax.random.key_impl(x)) for p, x in _flatten(
@@ -260,21 +261,15 @@ def restore(path: str, template: PyTree, *, experiment: str | None = None,
             if changed else "")
     check_compatible(meta["tree"], describe(template), hint=hint)
     state, _ = load_raw(ckpt)
-    flat = _flatten(state)
-    for p, impl in meta.get("key_impls", {}).items():
-        flat[p] = jax.random.wrap_key_data(flat[p], impl=impl)
-    state = serialization.from_state_dict(template, _unflatten(flat, state))
+    for path_, impl in meta.get("key_impls", {}).items():
+        *parents, leaf = path_.split("/")
+        node = state
+        for k in parents:
+            node = node[k]
+        node[leaf] = jax.random.wrap_key_data(node[leaf], impl=impl)
+    state = serialization.from_state_dict(template, state)
     return Progress(state, int(meta["env_steps"]), int(meta["updates"]),
                     meta.get("episodes") or {}, meta)
-
-
-def _unflatten(flat: Mapping[str, Any], like: Mapping) -> dict:
-    """Inverse of `_flatten`, keeping the empty dicts of `like` (from_state_dict needs them)."""
-    out: dict = {}
-    for k, v in like.items():
-        out[k] = _unflatten({p[len(k) + 1:]: x for p, x in flat.items()
-                             if p.startswith(k + "/")}, v) if isinstance(v, Mapping) else flat[k]
-    return out
 
 
 def load_params(path: str) -> tuple[PyTree, dict]:

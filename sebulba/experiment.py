@@ -129,3 +129,18 @@ def _restore(path: str, agent: Agent, example_obs, config: ml_collections.Config
     print(f"resuming from {path} (update {progress.updates:,d}, env step "
           f"{progress.env_steps:,d})", flush=True)
     return progress
+
+
+def cli(run_fn: Callable[[ml_collections.ConfigDict], Any], default_config: str) -> None:
+    """Command-line entry: `--config=file.py[:variant]` plus `--config.x=y` overrides.
+
+    The flag is defined here, when a script runs, not at import: several experiment modules
+    can then be imported side by side (tests, sweeps) without clashing absl flags.
+    """
+    from absl import app
+    from ml_collections import config_flags
+
+    flag = config_flags.DEFINE_config_file(
+        "config", default_config, "Experiment config file (`:variant` selects a variant).",
+        lock_config=True)
+    app.run(lambda argv: run_fn(flag.value))

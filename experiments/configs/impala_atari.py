@@ -24,8 +24,8 @@ def runtime_fields(config: ml_collections.ConfigDict) -> None:
     # stop early once the 100-game mean return reaches this (None = off)
     config.stop_at_return = ml_collections.config_dict.placeholder(float)
     config.run_dir = ""                # "" = runs/<experiment>-<env>-s<seed>-<time>
-    config.checkpoint_every_updates = 0     # checkpoint every N updates (0 = off); always at the end
-    config.checkpoint_every_minutes = 10.0  # ... and every M minutes of training (0 = off)
+    config.checkpoint_every_updates = 0     # checkpoint every N updates (0 = off); also at the end
+    config.checkpoint_every_minutes = 10.0  # ... and every M minutes (0 = off); docs/checkpoints.md
     config.checkpoint_keep = 3         # newest checkpoints kept in <run_dir>/checkpoints (0 = none)
     config.resume = ""                 # run dir or checkpoint dir to continue ("" = fresh run)
     config.distributed = ml_collections.ConfigDict(dict(

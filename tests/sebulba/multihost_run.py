@@ -13,15 +13,12 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspa
 
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
-from absl import app  # noqa: E402
 from experiments import impala_atari  # noqa: E402
 from sebulba import experiment  # noqa: E402
 from sebulba.topology import local_replica  # noqa: E402
 
 
-def main(argv):
-    del argv
-    config = impala_atari._CONFIG.value  # the experiment's own --config flag
+def main(config):
     rank = config.distributed.process_id
     os.makedirs(config.run_dir, exist_ok=True)
     out = open(os.path.join(config.run_dir, f"checksums-p{rank}.txt"), "w", buffering=1)
@@ -37,4 +34,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    experiment.cli(main, os.path.join(os.path.dirname(__file__), "..", "..", "experiments",
+                                      "configs", "impala_classic.py"))

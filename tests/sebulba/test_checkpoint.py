@@ -1,0 +1,135 @@
+"""Checkpoints: exact save/restore of any learner-state pytree, resume, clear incompatibility errors."""
+import json
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+from experiments import impala_atari
+from sebulba import checkpoint, envs, experiment
+from tests.helpers import classic_config
+
+
+class _State(NamedTuple):  # like a PPO learner state: params, optax state, counter, key, stats
+    params: dict
+    opt_state: optax.OptState
+    update: jax.Array
+    key: jax.Array
+    norm: tuple
+
+
+def _state(width: int = 3) -> _State:
+    params = {"params": {"w": jnp.arange(2.0 * width).reshape(2, width), "b": jnp.ones(width)}}
+    opt = optax.chain(optax.clip_by_global_norm(1.0), optax.adam(1e-3))
+    opt_state = opt.update(params, opt.init(params), params)[1]  # non-trivial moments
+    return _State(params, opt_state, jnp.asarray(7, jnp.int32), jax.random.key(3),
+                  (jnp.float32(0.5), jnp.zeros(4)))
+
+
+def restore_run(run_dir: str) -> checkpoint.Progress:
+    """Restores an IMPALA run's newest checkpoint into the learner state its config builds."""
+    meta = checkpoint.load_metadata(run_dir)
+    config = checkpoint.config_from_metadata(meta)
+    probe = envs.make_env(experiment.env_config(config), 1, 0)
+    obs = probe.reset()
+    network = experiment.make_network(config, probe.action_space)
+    probe.close()
+    agent = impala_atari.make_agent(network, config.agent, 1)
+    template = jax.eval_shape(agent.init, jax.random.key(0), obs)
+    return checkpoint.restore(run_dir, template, experiment=meta["experiment"])
+
+
+def test_save_restore_is_exact_and_keeps_last_k(tmp_path):
+    state = _state()
+    ckpt = checkpoint.Checkpointer(str(tmp_path / "checkpoints"), every_updates=2, keep=2,
+                                   metadata={"experiment": "unit", "config": {"seed": 0}})
+    for update in range(1, 7):  # periodic saves at 2, 4, 6
+        ckpt.after_update(checkpoint.Progress(state, 100 * update, update, {"returns": [1.0]}))
+    ckpt.close(checkpoint.Progress(state, 600, 6))  # already saved: no duplicate
+    assert checkpoint.list_steps(str(tmp_path / "checkpoints")) == [4, 6]
+
+    restored = checkpoint.restore(str(tmp_path), jax.eval_shape(lambda: _state()),
+                                  experiment="unit")
+    assert (restored.env_steps, restored.updates) == (600, 6)
+    assert restored.episodes == {"returns": [1.0]}
+    assert jax.tree.structure(restored.learner_state) == jax.tree.structure(state)
+    for a, b in zip(jax.tree.leaves(restored.learner_state), jax.tree.leaves(state)):
+        if jax.dtypes.issubdtype(b.dtype, jax.dtypes.prng_key):
+            a, b = jax.random.key_data(a), jax.random.key_data(b)
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_incompatible_state_or_experiment_fails_naming_the_difference(tmp_path):
+    ckpt = checkpoint.Checkpointer(str(tmp_path / "checkpoints"),
+                                   metadata={"experiment": "unit", "config": {"width": 3}})
+    ckpt.close(checkpoint.Progress(_state(3), 10, 1))
+    with pytest.raises(ValueError) as e:
+        checkpoint.restore(str(tmp_path), jax.eval_shape(lambda: _state(5)),
+                           config={"width": 5})
+    msg = str(e.value)
+    assert "differs at params/params/w: checkpoint (2, 3) float32" in msg
+    assert "(2, 5)" in msg and "width: 3 -> 5" in msg
+    with pytest.raises(ValueError, match="written by experiment 'unit'; this run is 'ppo'"):
+        checkpoint.restore(str(tmp_path), jax.eval_shape(lambda: _state()), experiment="ppo")
+    with pytest.raises(FileNotFoundError, match="no checkpoint at"):
+        checkpoint.resolve(str(tmp_path / "nowhere"))
+
+
+@pytest.fixture(scope="module")
+def first_run(tmp_path_factory):
+    """A CartPole run of 8 updates (256 steps each), checkpointed at the end."""
+    config = classic_config(tmp_path_factory.mktemp("resume"), total_env_steps=2048)
+    return config.run_dir, impala_atari.run(config)
+
+
+def test_resume_restores_state_and_continues_the_run(first_run, tmp_path):
+    run_dir, result = first_run
+    assert result.checkpoint.endswith("checkpoints/8")
+    saved = restore_run(run_dir)
+    assert (saved.env_steps, saved.updates) == (2048, 8) == (result.env_steps, result.updates)
+    for name in ("params", "opt_state", "update"):
+        a, b = getattr(saved.learner_state, name), getattr(result.learner_state, name)
+        assert jax.tree.structure(a) == jax.tree.structure(b)
+        for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)):
+            np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+    # A crashed session may have logged past its last checkpoint: those lines are dropped.
+    with open(f"{run_dir}/metrics.jsonl", "a") as f:
+        f.write(json.dumps({"step": 99_999, "time": 0.0}) + "\n")
+
+    config = classic_config(tmp_path, run_dir="", resume=run_dir, total_env_steps=4096)
+    resumed = impala_atari.run(config)  # continues in the checkpoint's run dir
+    assert (resumed.env_steps, resumed.updates) == (4096, 16)
+    assert int(resumed.learner_state.update) == 16
+    assert resumed.episode_summary["episode/count"] > result.episode_summary["episode/count"]
+    steps = [json.loads(line)["step"] for line in open(f"{run_dir}/metrics.jsonl")]
+    assert steps == list(range(256, 4097, 256))  # continues, no restart at zero, no stale line
+    acc = EventAccumulator(run_dir)
+    acc.Reload()
+    assert [e.step for e in acc.Scalars("loss/total")] == steps
+    assert checkpoint.list_steps(f"{run_dir}/checkpoints") == [8, 16]
+
+
+def test_resume_with_another_network_fails_clearly(first_run, tmp_path):
+    run_dir, _ = first_run
+    config = classic_config(tmp_path, run_dir="", resume=run_dir, total_env_steps=8192,
+                            **{"network.mlp_hidden_sizes": (32, 32)})
+    with pytest.raises(ValueError) as e:
+        impala_atari.run(config)
+    msg = str(e.value)
+    assert "differs at params/params/torso/Dense_0/kernel" in msg
+    assert "network.mlp_hidden_sizes: [64, 64] -> [32, 32]" in msg
+
+
+def test_resume_from_an_older_checkpoint_into_the_same_dir_fails(first_run, tmp_path):
+    run_dir, _ = first_run
+    steps = checkpoint.list_steps(f"{run_dir}/checkpoints")
+    if len(steps) < 2:
+        pytest.skip("needs the resumed run of the test above")
+    config = classic_config(tmp_path, run_dir="", resume=f"{run_dir}/checkpoints/{steps[0]}")
+    with pytest.raises(ValueError, match="has newer checkpoints"):
+        impala_atari.run(config)
