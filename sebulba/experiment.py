@@ -143,4 +143,8 @@ def cli(run_fn: Callable[[ml_collections.ConfigDict], Any], default_config: str)
     flag = config_flags.DEFINE_config_file(
         "config", default_config, "Experiment config file (`:variant` selects a variant).",
         lock_config=True)
-    app.run(lambda argv: run_fn(flag.value))
+    def main(argv):
+        del argv
+        run_fn(flag.value)  # returns None: app.run passes main's result to sys.exit
+
+    app.run(main)

@@ -49,5 +49,10 @@ def place_learner_state(state: PyTree, topology: Topology) -> PyTree:
     sharding = topology.replicated()
     if topology.num_processes == 1:
         return jax.device_put(state, sharding)
-    return jax.tree.map(
-        lambda x: jax.make_array_from_process_local_data(sharding, np.asarray(x)), state)
+
+    def to_global(x):
+        if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):  # typed keys: via key data
+            data = to_global(jax.random.key_data(x))
+            return jax.random.wrap_key_data(data, impl=jax.random.key_impl(x))
+        return jax.make_array_from_process_local_data(sharding, np.asarray(x))
+    return jax.tree.map(to_global, state)

@@ -1,6 +1,7 @@
 """A small CartPole run for fault tests, started as a subprocess by test_shutdown.py.
 
 Usage: python -m tests.sebulba.fault_run MODE RUN_DIR, MODE in {actor_error, long}.
+`long` trains until signalled; like any run it checkpoints into RUN_DIR/checkpoints at the end.
 """
 import os
 import sys

@@ -1,4 +1,4 @@
-"""Checkpoints: exact save/restore of any learner-state pytree, resume, clear incompatibility errors."""
+"""Checkpoints: exact save/restore of any learner-state pytree, resume, clear mismatch errors."""
 import json
 from typing import NamedTuple
 

@@ -1,4 +1,6 @@
-"""Faults end the run promptly: an actor error exits non-zero; Ctrl-C and SIGTERM stop it."""
+"""Faults end the run promptly: an actor error exits non-zero; Ctrl-C and SIGTERM stop it
+after the current update and leave a checkpoint (SIGTERM, i.e. pre-emption, then exits 0)."""
+import json
 import os
 import signal
 import subprocess
@@ -6,6 +8,8 @@ import sys
 import time
 
 import pytest
+
+from tests.sebulba.test_checkpoint import restore_run
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -27,7 +31,7 @@ def test_actor_error_stops_run_with_nonzero_exit(tmp_path):
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_signal_stops_run_within_seconds(tmp_path, sig):
+def test_signal_stops_run_and_leaves_a_loadable_checkpoint(tmp_path, sig):
     proc = _start("long", tmp_path)
     lines = []
     deadline = time.time() + 90
@@ -39,9 +43,17 @@ def test_signal_stops_run_within_seconds(tmp_path, sig):
     sent = time.time()
     proc.send_signal(sig)
     try:
-        proc.wait(timeout=20)
+        out, _ = proc.communicate(timeout=20)  # drains stdout, so printing never blocks it
     except subprocess.TimeoutExpired:
         proc.kill()
         pytest.fail("run did not stop within 20 s of " + sig.name)
     assert time.time() - sent < 20
-    assert proc.returncode != 0  # interrupted, not finished
+    if sig == signal.SIGTERM:
+        assert proc.returncode == 0, out  # pre-emption: checkpoint written, clean exit
+    else:
+        assert proc.returncode != 0, out  # Ctrl-C: KeyboardInterrupt after the checkpoint
+    assert "checkpoint: " in out, out
+    run_dir = tmp_path / "run"
+    saved = restore_run(str(run_dir))
+    steps = [json.loads(line)["step"] for line in open(run_dir / "metrics.jsonl")]
+    assert saved.updates == len(steps) > 0 and saved.env_steps == steps[-1]
