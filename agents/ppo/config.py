@@ -29,7 +29,7 @@ class PPOConfig:
     value_cost: float = 0.5          # weight of the value loss
     entropy_cost: float = 0.01       # weight of the entropy bonus
     kl_cost: float = 0.0             # weight of a KL(pi_old || pi) penalty; 0 disables
-    target_kl: float = 0.0           # skip the remaining epochs once an epoch's KL exceeds it; 0 off
+    target_kl: float = 0.0           # skip remaining epochs after an epoch's KL exceeds it; 0 off
     num_epochs: int = 4              # passes over each rollout batch
     num_minibatches: int = 4         # per epoch; splits each device's env columns
     shuffle: bool = True             # permute env columns before each epoch's split

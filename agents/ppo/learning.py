@@ -176,6 +176,8 @@ def make_learn_step(network: nn.Module, cfg: PPOConfig, optimizer, lr_schedule):
         per_env = jax.vmap(ppo_loss, in_axes=(1,) * 9 + (None,))
         losses, metrics = per_env(pi.log_prob(mb.action), mb.old_logp, pi.entropy(), kl, v,
                                   mb.old_v, mb.adv, mb.target, mb.valid, cfg)
+        # Mean over env columns of per-column means (as IMPALA): every device holds the same
+        # number of columns, so the mean over devices is the one-device mean exactly.
         return jnp.mean(losses), jax.tree.map(jnp.mean, metrics)
 
     def sgd_step(params, opt_state, mb: Batch, lr, axis_name: str):
