@@ -2,10 +2,11 @@
 # GPU throughput study (one prepared run, under 10 minutes): env-only ceiling on all CPU cores,
 # IMPALA and PPO end to end on Breakout with actor and learner sharing GPU 0.
 # Usage on a GPU host (after `pip install -r requirements-cuda12.txt`):
-#   bash scripts/gpu_study.sh OUT_DIR
+#   bash scripts/gpu_study.sh OUT_DIR [RUNS_DIR]
 set -uo pipefail
 out=${1:-runs/gpu-study}
-mkdir -p "$out"
+runs=${2:-$out/runs}  # training run directories (TensorBoard, metrics.jsonl)
+mkdir -p "$out" "$runs"
 export PYTHONUNBUFFERED=1
 { nvidia-smi -L; nproc; python3 -c "import jax; print(jax.__version__, jax.devices())"; } \
     2>&1 | tee "$out/hardware.txt"
@@ -15,13 +16,13 @@ timeout 100 python3 scripts/benchmark.py --env Breakout-v5 --num_envs $((ncpu * 
     --actor_threads 4 --seconds 10 --measures env_only,env_infer \
     --csv "$out/benchmark.csv" 2>&1 | grep -v '^\[' | tee "$out/ceiling.txt"
 timeout 180 python3 scripts/benchmark.py --env Breakout-v5 --num_envs 64 --actor_threads 2 \
-    --seconds 15 --csv "$out/benchmark.csv" 2>&1 | grep -v '^\[' | tee "$out/impala.txt"
+    --seconds 15 --csv "$out/benchmark.csv" 2>&1 | grep -v '^\[' | tee "$out/bench_impala.txt"
 # 2. End-to-end training with the default experiment configs (IMPALA ResNet), fixed budget.
 for exp in impala ppo; do
   timeout 100 python3 experiments/${exp}_atari.py --config=experiments/configs/${exp}_atari.py \
-      --config.total_env_steps=2000000 --config.run_dir="$out/$exp" \
+      --config.total_env_steps=2000000 --config.run_dir="$runs/$exp" \
       --config.checkpoint_keep=0 --config.console_every_s=10 2>&1 | tail -n 15 > "$out/$exp.txt"
-  python3 - "$out/$exp" <<'PY' | tee -a "$out/$exp.txt"
+  python3 - "$runs/$exp" <<'PY' | tee -a "$out/$exp.txt"
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1] + "/metrics.jsonl")]
 k = min(3, len(rows) - 2)  # skip compile: SPS between update k and the last one
