@@ -1,11 +1,17 @@
 """Flax (linen) networks for the Sebulba/IMPALA agents.
 
 Torsos turn observations into an embedding; `ActorCritic` adds the policy
-and value heads on top. Pixel torsos take raw uint8 EnvPool frames and do
+head (networks/heads.py, for the action distributions of networks/distributions.py) and the
+value head on top. Pixel torsos take raw uint8 EnvPool frames and do
 the scaling/layout conversion themselves so callers never preprocess.
 """
 
 from networks.actor_critic import ActorCritic
-from networks.torsos import MLP, ImpalaResNet, NatureCNN, TORSOS, make_torso
+from networks.distributions import (ActionDist, Categorical, DiagGaussian, Joint,
+                                    MultiCategorical, from_space)
+from networks.heads import PolicyHead
+from networks.torsos import MLP, ImpalaResNet, NatureCNN, TORSOS, make_torso, register_torso
 
-__all__ = ["ActorCritic", "ImpalaResNet", "MLP", "NatureCNN", "TORSOS", "make_torso"]
+__all__ = ["ActionDist", "ActorCritic", "Categorical", "DiagGaussian", "ImpalaResNet", "Joint",
+           "MLP", "MultiCategorical", "NatureCNN", "PolicyHead", "TORSOS", "from_space",
+           "make_torso", "register_torso"]

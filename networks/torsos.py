@@ -1,4 +1,9 @@
-"""Observation torsos: Nature DQN CNN, IMPALA ResNet and an MLP."""
+"""Observation torsos: Nature DQN CNN, IMPALA ResNet and an MLP; a registry for user torsos.
+
+A torso maps a batch of observations (an array [B, ...] or a dict/tuple of them) to an
+embedding [B, H]. `register_torso("my_net", MyNet)` makes `--config.network.torso=my_net`
+build `MyNet(**config.network.torso_kwargs)` (docs/howto_network.md).
+"""
 
 from __future__ import annotations
 
@@ -83,9 +88,11 @@ class MLP(nn.Module):
     activation: Callable[[jax.Array], jax.Array] = nn.tanh
 
     @nn.compact
-    def __call__(self, x: jax.Array) -> jax.Array:
-        # Flatten everything but the batch dim so [B, ...] shapes all work.
-        x = jnp.asarray(x).astype(jnp.float32).reshape((x.shape[0], -1))
+    def __call__(self, x: Any) -> jax.Array:
+        # Flatten everything but the batch dim so [B, ...] shapes all work; the leaves of a
+        # dict/tuple observation are flattened and concatenated (in jax.tree order).
+        leaves = [jnp.asarray(v).astype(jnp.float32) for v in jax.tree.leaves(x)]
+        x = jnp.concatenate([v.reshape((v.shape[0], -1)) for v in leaves], axis=-1)
         for size in self.hidden_sizes:
             x = nn.Dense(
                 size,
@@ -101,6 +108,33 @@ TORSOS: dict[str, type[nn.Module]] = {
     "impala_resnet": ImpalaResNet,
     "mlp": MLP,
 }
+_BUILTIN = frozenset(TORSOS)
+
+
+def register_torso(name: str, cls: Callable[..., nn.Module], *, overwrite: bool = False
+                   ) -> None:
+    """Makes `cls` buildable as `--config.network.torso=name` (kwargs from the config's
+    `network.torso_kwargs`). `cls(**kwargs)` must return a flax module mapping observations
+    [B, ...] (or a dict/tuple of them) to [B, H]. Built-in names cannot be replaced."""
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"torso name must be a non-empty string, got {name!r}.")
+    if not callable(cls):
+        raise TypeError(f"torso {name!r} must be a flax module class (or a callable returning "
+                        f"a module), got {cls!r}.")
+    old = TORSOS.get(name)
+    # The same class again (a module imported twice, importlib.reload) is not a clash.
+    same = old is cls or (old is not None and _qualified(old) == _qualified(cls))
+    if old is not None and not same and (name in _BUILTIN or not overwrite):
+        raise ValueError(f"torso {name!r} is already registered ({TORSOS[name]!r})"
+                         + ("." if name in _BUILTIN else "; pass overwrite=True to replace it."))
+    TORSOS[name] = cls
+
+
+def _qualified(obj: Any) -> tuple[str, str] | object:
+    """Module and name of a top-level function or class; a unique token for anything else
+    (lambdas and local definitions share names, so they never count as the same)."""
+    name = getattr(obj, "__qualname__", "<")
+    return (obj.__module__, name) if "<" not in name else object()
 
 
 def make_torso(name: str, **kwargs: Any) -> nn.Module:
@@ -111,4 +145,8 @@ def make_torso(name: str, **kwargs: Any) -> nn.Module:
         raise ValueError(
             f"unknown torso {name!r}; expected one of {sorted(TORSOS)}"
         ) from None
-    return cls(**kwargs)
+    try:
+        return cls(**kwargs)
+    except TypeError as e:  # e.g. a misspelt network.torso_kwargs field
+        raise TypeError(f"torso {name!r} ({getattr(cls, '__name__', cls)}) cannot be built "
+                        f"with arguments {kwargs}: {e}") from e

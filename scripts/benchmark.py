@@ -1,82 +1,92 @@
 """Throughput benchmark: where the environment steps per second go in a Sebulba run.
 
-Four measurements, all on the same total number of environments (`--num_envs`, default 32) and
-the same EnvPool settings as training (`sebulba.envs.make_env` with the experiment config's
-`EnvConfig`), so the rows can be compared directly:
+Four measurements, all on the same total number of environments (`--num_envs`) and the same
+EnvPool settings as training (`sebulba.envs.make_env` with the experiment config's `EnvConfig`),
+so the rows can be compared directly (code: scripts/_bench.py):
 
-  env_only    Environments alone: each of the actor threads steps its own EnvPool batch of
-              num_envs / (actor devices x actor_threads) envs with random actions. This is the
-              same thread/pool layout the runtime uses, i.e. the ceiling for the run.
-  env_infer   The actor's hot loop without training: the same threads and pools, each step does
-              device_put(obs) -> one jitted policy call (network forward + sampling, the IMPALA
-              agent's actor_step) -> np.asarray(action) -> env.step.
-  learner     One compiled IMPALA learn step (the runtime's make_learn_fn over the learner mesh)
-              on a batch of T x num_envs, after compilation: steps/s = T * num_envs / step time.
-  end_to_end  The real runtime (`sebulba.experiment.run` with `experiments.impala_atari`'s agent
-              builder, i.e. what `experiments.impala_atari.run` does; config from
-              experiments/configs/impala_atari.py for Atari ids, impala_classic.py otherwise),
-              in a temporary run dir. To exclude compile time, SPS is computed from the
-              metrics.jsonl lines *after* the first `--skip_updates` updates:
-              (steps_last - steps_k) / (time_last - time_k). The run is stopped `--seconds`
-              after update k (via the on_update hook). TrainResult.last_metrics["sps"], which
-              includes compilation, is printed for reference only.
+  env_only    Environments alone: each actor thread steps its own EnvPool batch of
+              num_envs / (actor devices x actor_threads) envs with random actions, the same
+              thread/pool layout as the runtime: the ceiling for the run.
+  env_infer   The actor's hot loop without training: the same threads and pools; each step does
+              device_put(obs) -> one jitted policy call (the agent's actor_step) ->
+              np.asarray(action) -> env.step.
+  learner     One compiled learn step (the runtime's make_learn_fn over the learner mesh) on a
+              batch of T x num_envs, after compilation: steps/s = T * num_envs / step time.
+  end_to_end  The real runtime (`sebulba.experiment.run` with the agent builder of
+              experiments/impala_atari.py or experiments/ppo_atari.py; config from
+              experiments/configs/<algo>_atari.py for Atari ids, <algo>_classic.py otherwise) in
+              a temporary run dir. SPS from metrics.jsonl after the first `--skip_updates`
+              updates (compilation excluded): (steps_last - steps_k) / (time_last - time_k).
 
-Each measurement runs for about `--seconds` (default 20) after its warmup, so the whole script
-takes about 2 minutes on 2 CPU cores (plus compile time). It prints a table and the ratios
-end_to_end / env_only and end_to_end / env_infer; `--csv PATH` appends one row per measurement
-(columns: env, num_envs, actor_threads, torso, measure, steps_per_s, host).
+Algorithms (`--algo`, `--algos`): impala; ppo (asynchronous, V-trace corrected, the config's
+default); ppo_sync (on-policy: actors wait for each update). On CPU with a conv torso PPO uses
+`agent.loop=unroll` (docs/ppo.md). Each measurement runs about `--seconds` after warmup.
 
-Usage:
-    python scripts/benchmark.py [--env Breakout-v5] [--num_envs 32] [--actor_threads 2]
-        [--torso auto|nature_cnn|impala_resnet|mlp] [--seconds 20] [--unroll_length T]
-        [--measures env_only,env_infer,learner,end_to_end] [--csv PATH]
-        [--actor_device_ids 0] [--learner_device_ids 0] [--fake_devices N]
+Single layout (prints a table, end_to_end / env_only and / env_infer; `--csv` appends rows):
+    python scripts/benchmark.py [--env Breakout-v5] [--algo impala] [--num_envs 32]
+        [--actor_threads 2] [--torso auto|nature_cnn|impala_resnet|mlp] [--seconds 20]
+        [--unroll_length T] [--measures env_only,env_infer,learner,end_to_end]
+        [--actor_device_ids 0] [--learner_device_ids 0] [--fake_devices N] [--csv PATH]
 
-    python scripts/benchmark.py --env CartPole-v1 --torso mlp --seconds 5
+Study (`--study`): loops over --study_envs x --study_threads x --study_splits x --algos, skips
+measurements a layout change cannot affect (env_only ignores the algorithm and the learner
+split, learner ignores actor threads), appends every row to `--csv` as it is measured and
+draws `--plot` (steps/s vs num_envs, one panel per measure):
+    python scripts/benchmark.py --study --fake_devices 3 --env CartPole-v1 --seconds 4 \\
+        --study_envs 16,32,64 --study_threads 1,2 --study_splits "0/0;0/1,2" \\
+        --algos impala,ppo --csv docs/benchmark_study_cartpole_cpu.csv
 
-Defaults: Breakout-v5, 32 envs in 2 actor threads on device 0, learner on device 0,
-torso auto (nature_cnn for Atari ids, mlp otherwise), 20 s per measurement.
+`--study_splits` lists actor/learner device ids, e.g. "0/0;0/1,2" (the default with 3 or more
+devices; "0/0;0/1" with 2). `--fake_devices N` fakes N CPU devices: the script sets
+XLA_FLAGS=--xla_force_host_platform_device_count=N (and JAX_PLATFORMS=cpu unless set) before
+JAX is imported; library code never does. Faked devices share the same CPU cores, so on CPU a
+split measures the cost of the device-to-device copies and the collective, not a speed-up.
 
-`--fake_devices N` fakes N CPU devices for trying multi-device layouts on one machine (e.g.
-`--fake_devices 3 --actor_device_ids 0 --learner_device_ids 1,2`): the script sets
-XLA_FLAGS=--xla_force_host_platform_device_count=N (and JAX_PLATFORMS=cpu unless set) itself,
-before JAX is imported. Library code never does this.
+CSV columns (CSV_COLUMNS): each row records `load1`, the 1-minute load average at the end of
+the measurement (the benchmark's own threads included): on a machine with C cores, load well
+above C means other jobs competed and the number is not the machine's capability.
 """
 from __future__ import annotations
 
 import argparse
 import csv
-import json
 import os
-import shutil
 import socket
 import sys
-import tempfile
-import threading
 import time
 import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import numpy as np  # noqa: E402
+from scripts import _bench  # noqa: E402
 
-MEASURES = ("env_only", "env_infer", "learner", "end_to_end")
+MEASURES = tuple(_bench.BENCHES)
 # EnvPool's classic-control spaces trigger a harmless float64->float32 warning from gymnasium.
 warnings.filterwarnings("ignore", message=".*precision lowered by casting", category=UserWarning)
-CSV_COLUMNS = ("env", "num_envs", "actor_threads", "torso", "measure", "steps_per_s", "host")
+CSV_COLUMNS = ("env", "algo", "torso", "num_envs", "actor_threads", "actor_devices",
+               "learner_devices", "unroll_length", "measure", "steps_per_s", "backend", "load1",
+               "cpus", "host", "time", "detail")
+
+
+def _ids(text: str, flag: str, p: argparse.ArgumentParser) -> tuple[int, ...]:
+    try:
+        return tuple(int(i) for i in text.split(","))
+    except ValueError:
+        p.error(f"{flag}: {text!r} is not a comma-separated list of device ids")
 
 
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--env", default="Breakout-v5", help="EnvPool id")
+    p.add_argument("--algo", default="impala", choices=_bench.ALGOS)
     p.add_argument("--num_envs", type=int, default=32,
                    help="total envs, split evenly over actor devices x actor threads")
     p.add_argument("--actor_threads", type=int, default=2, help="actor threads per actor device")
     p.add_argument("--torso", default="auto",
                    help="nature_cnn | impala_resnet | mlp; auto = nature_cnn on Atari, else mlp")
     p.add_argument("--unroll_length", type=int, default=0,
-                   help="T; 0 = the experiment config's value (Atari 20, classic 16)")
+                   help="T; 0 = the experiment config's value")
     p.add_argument("--seconds", type=float, default=20.0, help="timed seconds per measurement")
     p.add_argument("--warmup_steps", type=int, default=20, help="env steps per thread before timing")
     p.add_argument("--skip_updates", type=int, default=3,
@@ -88,247 +98,177 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="fake N CPU devices (sets XLA_FLAGS before importing jax)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--csv", default="", help="append result rows to this CSV file")
+    p.add_argument("--study", action="store_true", help="loop over the --study_* grid")
+    p.add_argument("--algos", default="impala,ppo", help="study: algorithms")
+    p.add_argument("--study_envs", default="16,32,64", help="study: total num_envs values")
+    p.add_argument("--study_threads", default="1,2", help="study: actor threads values")
+    p.add_argument("--study_splits", default="auto",
+                   help='study: "actor/learner;..." device ids, e.g. "0/0;0/1,2"')
+    p.add_argument("--plot", default="", help="study: PNG path (default: the CSV's, .png)")
     args = p.parse_args(argv)
     args.measures = [m.strip() for m in args.measures.split(",") if m.strip()]
     for m in args.measures:
         if m not in MEASURES:
             p.error(f"unknown measure {m!r}; allowed: {', '.join(MEASURES)}")
-    args.actor_device_ids = tuple(int(i) for i in args.actor_device_ids.split(","))
-    args.learner_device_ids = tuple(int(i) for i in args.learner_device_ids.split(","))
+    args.algos = [a.strip() for a in args.algos.split(",")]
+    for a in args.algos:
+        if a not in _bench.ALGOS:
+            p.error(f"--algos: unknown algorithm {a!r}; allowed: {', '.join(_bench.ALGOS)}")
+    args.study_envs = _ids(args.study_envs, "--study_envs", p)
+    args.study_threads = _ids(args.study_threads, "--study_threads", p)
+    if args.study_splits != "auto":
+        splits = []
+        for tok in args.study_splits.split(";"):
+            actor, slash, learner = tok.partition("/")
+            if not slash:
+                p.error(f"--study_splits token {tok!r}: expected actor_ids/learner_ids, "
+                        f"e.g. 0/1,2")
+            splits.append((_ids(actor, "--study_splits", p), _ids(learner, "--study_splits", p)))
+        args.study_splits = splits
+    args.actor_device_ids = _ids(args.actor_device_ids, "--actor_device_ids", p)
+    args.learner_device_ids = _ids(args.learner_device_ids, "--learner_device_ids", p)
     threads = len(args.actor_device_ids) * args.actor_threads
-    if args.num_envs % threads:
+    if not args.study and args.num_envs % threads:
         p.error(f"--num_envs={args.num_envs} must be divisible by actor devices x actor threads "
                 f"({threads}), so every thread gets the same pool size.")
+    if args.study and not args.csv:
+        args.csv = os.path.join("runs", f"benchmark_study_{args.env}.csv")
     return args
 
 
-def make_config(args):
-    """The experiment ConfigDict (Atari or classic) with the benchmark's overrides."""
-    from experiments.configs import impala_atari, impala_classic
-    from sebulba import envs
-    envs.check_env_id(args.env)
-    atari = envs.is_atari(args.env)
-    config = (impala_atari if atari else impala_classic).get_config()
-    if args.torso == "auto":
-        args.torso = "nature_cnn" if atari else "mlp"
-    config.env.name = args.env
-    config.network.torso = args.torso
-    config.seed = args.seed
-    config.actor_device_ids = args.actor_device_ids
-    config.learner_device_ids = args.learner_device_ids
-    config.num_actor_threads = args.actor_threads
-    config.num_envs = args.num_envs // (len(args.actor_device_ids) * args.actor_threads)
-    if args.unroll_length > 0:
-        config.unroll_length = args.unroll_length
-    return config
+class Recorder:
+    """Runs one measurement, prints it, and appends its CSV row at once (a long study that
+    is interrupted keeps what it measured)."""
+
+    def __init__(self, args, backend: str) -> None:
+        self.args, self.backend, self.rows = args, backend, []
+        self.host = socket.gethostname()
+        if args.csv:
+            if os.path.exists(args.csv) and os.path.getsize(args.csv) > 0:
+                with open(args.csv, newline="") as f:
+                    header = next(csv.reader(f))
+                if tuple(header) != CSV_COLUMNS:
+                    raise SystemExit(f"benchmark.py: {args.csv} has columns {header}, not "
+                                     f"{list(CSV_COLUMNS)}; write to another --csv file.")
+            else:
+                os.makedirs(os.path.dirname(os.path.abspath(args.csv)), exist_ok=True)
+                with open(args.csv, "w", newline="") as f:
+                    csv.writer(f).writerow(CSV_COLUMNS)
+
+    def measure(self, measure: str, algo: str, config) -> dict:
+        t0 = time.perf_counter()
+        sps, detail = _bench.BENCHES[measure](self.args, config.copy_and_resolve_references(),
+                                              algo)
+        load1 = os.getloadavg()[0]
+        row = dict(env=config.env.name, algo="-" if measure == "env_only" else algo,
+                   torso=config.network.torso,
+                   num_envs=config.num_envs * len(config.actor_device_ids)
+                   * config.num_actor_threads,
+                   actor_threads=config.num_actor_threads,
+                   actor_devices=",".join(map(str, config.actor_device_ids)),
+                   learner_devices=",".join(map(str, config.learner_device_ids)),
+                   unroll_length=config.unroll_length, measure=measure,
+                   steps_per_s=round(sps, 1), backend=self.backend, load1=round(load1, 2),
+                   cpus=os.cpu_count(), host=self.host, time=time.strftime("%Y-%m-%d %H:%M"),
+                   detail=detail)
+        print(f"  {measure:<11s} {row['algo']:<8s} envs {row['num_envs']:>4d} threads "
+              f"{row['actor_threads']} a{row['actor_devices']}/l{row['learner_devices']}: "
+              f"{sps:>10,.0f} steps/s  (load {load1:.1f}, {time.perf_counter() - t0:.0f}s) "
+              f"{detail}", flush=True)
+        if self.args.csv:
+            with open(self.args.csv, "a", newline="") as f:
+                csv.writer(f).writerow([row[c] for c in CSV_COLUMNS])
+        self.rows.append(row)
+        return row
 
 
-def _run_threads(n: int, body, seconds: float) -> float:
-    """Runs body(i, barrier, box) in n threads; returns total env steps / timed seconds.
-
-    Each body warms up, waits on the barrier, then steps until `box[0]` (the deadline, set when
-    the barrier releases) and returns the env steps it took after the barrier.
-    """
-    counts = [0] * n
-    errors: list[BaseException] = []
-    box = [0.0]
-    # The barrier's action runs once, when every thread has warmed up: the clock starts there.
-    barrier = threading.Barrier(
-        n + 1, action=lambda: box.__setitem__(0, time.perf_counter() + seconds))
-
-    def target(i):
-        try:
-            counts[i] = body(i, barrier, box)
-        except BaseException as e:  # noqa: BLE001 - re-raised below
-            errors.append(e)
-            barrier.abort()
-
-    threads = [threading.Thread(target=target, args=(i,), daemon=True) for i in range(n)]
-    for t in threads:
-        t.start()
-    try:
-        barrier.wait()
-    except threading.BrokenBarrierError:
-        pass
-    for t in threads:
-        t.join()
-    if errors:
-        raise errors[0]
-    return sum(counts) / (time.perf_counter() - (box[0] - seconds))
+def single(args, rec: Recorder) -> dict[str, float]:
+    config = _bench.make_config(args.env, args.algo, args.torso, args.num_envs,
+                                args.actor_threads, args.actor_device_ids,
+                                args.learner_device_ids, args.unroll_length, args.seed)
+    results = {m: rec.measure(m, args.algo, config)["steps_per_s"] for m in args.measures}
+    print(f"\n{'measure':<11s} {'steps/s':>12s}  detail")
+    for row in rec.rows:
+        print(f"{row['measure']:<11s} {row['steps_per_s']:>12,.0f}  {row['detail']}")
+    if "end_to_end" in results:
+        for base in ("env_only", "env_infer"):
+            if base in results:
+                print(f"end_to_end / {base:<9s} = {results['end_to_end'] / results[base]:.3f}")
+    return results
 
 
-def bench_env_only(args, config) -> tuple[float, str]:
-    from sebulba import envs, experiment
-    ec, rc = experiment.env_config(config), experiment.runtime_config(config)
-    n_threads = len(rc.actor_device_ids) * rc.num_actor_threads
-    pools = [envs.make_env(ec, rc.num_envs, args.seed + 100_003 * (i + 1))
-             for i in range(n_threads)]
-    n_actions = int(pools[0].action_space.n)
-
-    def body(i, barrier, box):
-        env, rng = pools[i], np.random.default_rng(i)
-        bank = rng.integers(0, n_actions, size=(64, env.num_envs), dtype=np.int32)
-        env.reset()
-        for t in range(args.warmup_steps):
-            env.step(bank[t % 64])
-        barrier.wait()
-        steps = 0
-        while time.perf_counter() < box[0]:
-            env.step(bank[steps % 64])
-            steps += 1
-        return steps * env.num_envs
-
-    try:
-        sps = _run_threads(n_threads, body, args.seconds)
-    finally:
-        for env in pools:
-            env.close()
-    return sps, f"{n_threads} pools x {rc.num_envs} envs, random actions"
-
-
-def _agent(config, action_space, num_updates: int = 1):
-    from experiments import impala_atari
-    from sebulba import experiment
-    network = experiment.make_network(config, action_space)
-    return impala_atari.make_agent(network, config.agent, num_updates)
-
-
-def bench_env_infer(args, config) -> tuple[float, str]:
-    import jax
-    from sebulba import envs, experiment
-    ec, rc = experiment.env_config(config), experiment.runtime_config(config)
-    devices = [jax.local_devices()[i] for i in rc.actor_device_ids]
-    layout = [(d, t) for d in devices for t in range(rc.num_actor_threads)]
-    pools = [envs.make_env(ec, rc.num_envs, args.seed + 100_003 * (i + 1))
-             for i in range(len(layout))]
-    agent = _agent(config, pools[0].action_space)
-    first_obs = [env.reset() for env in pools]
-    state = agent.init(jax.random.key(args.seed), first_obs[0][:1])
-    params = {d: jax.device_put(agent.actor_params(state), d) for d in devices}
-
-    @jax.jit
-    def policy(params, obs, key):  # as sebulba.actor.ActorThread._policy_step
-        key, sub = jax.random.split(key)
-        action, extras = agent.actor_step(params, obs, sub)
-        return action, extras, key
-
-    for d in devices:  # compile before timing (one executable per device)
-        jax.block_until_ready(policy(params[d], jax.device_put(first_obs[0], d),
-                                     jax.device_put(jax.random.key(0), d)))
-
-    def body(i, barrier, box):
-        env, device = pools[i], layout[i][0]
-        p = params[device]
-        key = jax.device_put(jax.random.key(args.seed + i), device)
-        obs = first_obs[i]
-        for _ in range(args.warmup_steps):
-            action, _, key = policy(p, jax.device_put(obs, device), key)
-            obs = env.step(np.asarray(action)).obs
-        barrier.wait()
-        steps = 0
-        while time.perf_counter() < box[0]:  # the actor's hot loop, nothing else
-            obs_dev = jax.device_put(obs, device)
-            action, _, key = policy(p, obs_dev, key)
-            obs = env.step(np.asarray(action)).obs
-            steps += 1
-        return steps * env.num_envs
-
-    try:
-        sps = _run_threads(len(layout), body, args.seconds)
-    finally:
-        for env in pools:
-            env.close()
-    return sps, f"{len(layout)} threads x {rc.num_envs} envs, jitted policy on {devices[0]}"
+def study(args, rec: Recorder, n_devices: int) -> list[dict]:
+    splits = args.study_splits
+    if splits == "auto":
+        splits = [((0,), (0,))] + ([((0,), (1, 2))] if n_devices >= 3 else
+                                   [((0,), (1,))] if n_devices == 2 else [])
+    done: set = set()
+    for algo in args.algos:
+        for actor_ids, learner_ids in splits:
+            for num_envs in args.study_envs:
+                for threads in args.study_threads:
+                    for m in args.measures:
+                        # What each measurement depends on; a repeat would only re-measure.
+                        key = {"env_only": (num_envs, threads, actor_ids),
+                               "env_infer": (algo.removesuffix("_sync"), num_envs, threads,
+                                             actor_ids),
+                               "learner": (algo, num_envs, learner_ids)}.get(
+                            m, (algo, num_envs, threads, actor_ids, learner_ids))
+                        if (m, key) in done:
+                            continue
+                        done.add((m, key))
+                        try:
+                            config = _bench.make_config(
+                                args.env, algo, args.torso, num_envs, threads, actor_ids,
+                                learner_ids, args.unroll_length, args.seed)
+                            rec.measure(m, algo, config)
+                        except ValueError as e:  # a layout this config cannot take
+                            print(f"  {m:<11s} {algo:<8s} envs {num_envs} threads {threads} "
+                                  f"split {actor_ids}/{learner_ids}: skipped: {e}", flush=True)
+    plot_path = args.plot or os.path.splitext(args.csv)[0] + ".png"
+    plot_study(rec.rows, plot_path, f"{args.env}: steps/s ({rec.backend}, {os.cpu_count()} "
+               f"CPUs, load {min(r['load1'] for r in rec.rows):.1f}-"
+               f"{max(r['load1'] for r in rec.rows):.1f})")
+    print(f"study: {len(rec.rows)} rows -> {args.csv}, plot -> {plot_path}")
+    return rec.rows
 
 
-def bench_learner(args, config) -> tuple[float, str]:
-    import jax
-    from sebulba import envs, experiment
-    from sebulba.agent import Rollout
-    from sebulba.learner import make_learn_fn, place_learner_state
-    from sebulba.topology import make_topology
-    ec, rc = experiment.env_config(config), experiment.runtime_config(config)
-    probe = envs.make_env(ec, rc.num_envs, args.seed)
-    obs0, action_space = probe.reset(), probe.action_space
-    probe.close()
-    agent = _agent(config, action_space, num_updates=1000)
-    topo = make_topology(rc.actor_device_ids, rc.learner_device_ids, rc.num_envs)
-    state = place_learner_state(agent.init(jax.random.key(args.seed), obs0[:1]), topo)
-    learn = make_learn_fn(agent, topo)
-    T, b, n_threads = rc.unroll_length, rc.num_envs, rc.batch_envs // rc.num_envs
-    rng = np.random.default_rng(args.seed)
-
-    def rollout():  # one actor thread's rollout, with real observations
-        return Rollout(
-            obs=np.broadcast_to(obs0, (T + 1,) + obs0.shape).copy(),
-            action=rng.integers(0, int(action_space.n), (T, b)).astype(np.int32),
-            reward=rng.standard_normal((T, b)).astype(np.float32),
-            terminated=rng.random((T, b)) < 0.01, truncated=np.zeros((T, b), bool),
-            valid=np.ones((T, b), bool),
-            extras={"logits": rng.standard_normal((T, b, int(action_space.n))).astype(
-                np.float32)})
-
-    batch = tuple(jax.device_put(rollout(), topo.batch_sharded()) for _ in range(n_threads))
-    t0 = time.perf_counter()
-    state, metrics = learn(state, batch)
-    jax.device_get(metrics)
-    compile_s = time.perf_counter() - t0
-    state, metrics = learn(state, batch)  # one more untimed step (allocations settle)
-    jax.device_get(metrics)
-    steps, start = 0, time.perf_counter()
-    while steps < 3 or time.perf_counter() - start < args.seconds:
-        state, metrics = learn(state, batch)
-        jax.device_get(metrics)  # the runtime waits for each update the same way
-        steps += 1
-    step_s = (time.perf_counter() - start) / steps
-    devs = ",".join(str(d) for d in topo.learner_devices)
-    return (T * rc.batch_envs / step_s,
-            f"{step_s * 1e3:.1f} ms/step on {T}x{rc.batch_envs} ({steps} steps, "
-            f"compile {compile_s:.0f}s) on {devs}")
+def plot_study(rows: list[dict], path: str, title: str) -> None:
+    """One panel per measure: steps/s vs total num_envs, a line per algo/threads/split."""
+    import matplotlib
+    matplotlib.use("Agg")  # files only
+    import matplotlib.pyplot as plt
+    measures = [m for m in MEASURES if any(r["measure"] == m for r in rows)]
+    cols = min(2, len(measures))  # 2 x 2 for all four: legends stay readable
+    rows_ = -(-len(measures) // cols)
+    fig, axes = plt.subplots(rows_, cols, figsize=(6 * cols, 4.2 * rows_), squeeze=False)
+    for ax in axes.flat[len(measures):]:
+        ax.set_visible(False)
+    for ax, m in zip(axes.flat, measures):
+        lines: dict[str, list] = {}
+        for r in rows:
+            if r["measure"] != m:
+                continue
+            parts = ([] if m == "env_only" else [r["algo"]]) + \
+                ([] if m == "learner" else [f"{r['actor_threads']} thr"]) + \
+                ([] if m in ("env_only", "env_infer") else [f"learn {r['learner_devices']}"])
+            lines.setdefault(" ".join(parts), []).append((r["num_envs"], r["steps_per_s"]))
+        for label, pts in sorted(lines.items()):
+            pts.sort()
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label)
+        ax.set_xscale("log", base=2)
+        ax.set_title(m)
+        ax.set_xlabel("num_envs (total)")
+        ax.set_ylabel("steps/s")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
 
 
-def bench_end_to_end(args, config) -> tuple[float, str]:
-    from experiments import impala_atari
-    from sebulba import experiment
-    from sebulba.pipeline import Stopped
-    rc = experiment.runtime_config(config)
-    k = max(1, args.skip_updates)
-    run_dir = tempfile.mkdtemp(prefix="sebulba-bench-")
-    config.run_dir = run_dir
-    config.console_every_s = 1e9  # quiet: the table below is the output
-    # A cap never reached (the time bound stops the run); it also sets the LR decay horizon.
-    config.total_env_steps = rc.steps_per_update * 1_000_000
-    mark: list[float] = []
-
-    def on_update(update, env_steps, state):
-        if update == k:
-            mark.append(time.perf_counter())
-        # At least 3 timed updates, so a slow (CPU) learner still gives a usable rate.
-        if mark and update >= k + 3 and time.perf_counter() - mark[0] >= args.seconds:
-            raise Stopped()  # runner.train treats this as a clean stop
-
-    try:
-        result = experiment.run(config, impala_atari.make_agent, name="impala",
-                                on_update=on_update)
-        with open(os.path.join(run_dir, "metrics.jsonl")) as f:
-            lines = [json.loads(line) for line in f if line.strip()]
-    finally:
-        shutil.rmtree(run_dir, ignore_errors=True)
-    if len(lines) <= k:
-        raise RuntimeError(f"end_to_end: only {len(lines)} updates logged; need more than "
-                           f"--skip_updates={k}. Raise --seconds.")
-    a, z = lines[k - 1], lines[-1]
-    sps = (z["step"] - a["step"]) / (z["time"] - a["time"])
-    return sps, (f"metrics.jsonl updates {k + 1}..{len(lines)} of {rc.steps_per_update} steps "
-                 f"(last_metrics sps incl. compile: {result.last_metrics.get('sps', 0):.0f}, "
-                 f"lag {result.last_metrics.get('policy_lag/mean', 0):.1f})")
-
-
-BENCHES = {"env_only": bench_env_only, "env_infer": bench_env_infer,
-           "learner": bench_learner, "end_to_end": bench_end_to_end}
-
-
-def main(argv=None) -> dict[str, float]:
+def main(argv=None):
     args = parse_args(argv)
     if args.fake_devices > 0:  # must happen before jax is imported anywhere
         if "jax" in sys.modules:
@@ -338,40 +278,14 @@ def main(argv=None) -> dict[str, float]:
                                    f"{args.fake_devices}").strip()
         os.environ.setdefault("JAX_PLATFORMS", "cpu")
     import jax
-
-    config = make_config(args)
-    host = socket.gethostname()
-    rc_envs = config.num_envs * len(args.actor_device_ids) * args.actor_threads
-    print(f"benchmark: {args.env}, {rc_envs} envs ({len(args.actor_device_ids)} actor device(s) "
-          f"x {args.actor_threads} threads x {config.num_envs} envs), torso {args.torso}, "
-          f"T={config.unroll_length}, backend {jax.default_backend()} "
-          f"({jax.local_device_count()} devices), {os.cpu_count()} CPUs, host {host}",
-          flush=True)
-    results: dict[str, float] = {}
-    details: dict[str, str] = {}
-    for m in args.measures:
-        t0 = time.perf_counter()
-        results[m], details[m] = BENCHES[m](args, config.copy_and_resolve_references())
-        print(f"  {m:<11s} {results[m]:>12,.0f} steps/s   ({time.perf_counter() - t0:.0f}s "
-              f"wall) {details[m]}", flush=True)
-
-    print(f"\n{'measure':<11s} {'steps/s':>12s}  detail")
-    for m, v in results.items():
-        print(f"{m:<11s} {v:>12,.0f}  {details[m]}")
-    if "end_to_end" in results:
-        for base in ("env_only", "env_infer"):
-            if base in results:
-                print(f"end_to_end / {base:<9s} = {results['end_to_end'] / results[base]:.3f}")
-    if args.csv:
-        new = not os.path.exists(args.csv) or os.path.getsize(args.csv) == 0
-        with open(args.csv, "a", newline="") as f:
-            w = csv.writer(f)
-            if new:
-                w.writerow(CSV_COLUMNS)
-            for m, v in results.items():
-                w.writerow((args.env, rc_envs, args.actor_threads, args.torso, m, f"{v:.1f}",
-                            host))
-    return results
+    backend = jax.default_backend()
+    print(f"benchmark: {args.env}, backend {backend} ({jax.local_device_count()} devices), "
+          f"{os.cpu_count()} CPUs, host {socket.gethostname()}, load average "
+          f"{' '.join(f'{x:.1f}' for x in os.getloadavg())} before starting", flush=True)
+    rec = Recorder(args, backend)
+    if args.study:
+        return study(args, rec, jax.local_device_count())
+    return single(args, rec)
 
 
 if __name__ == "__main__":

@@ -5,18 +5,21 @@ Starts a real training run (`experiments/impala_atari.py` with the IMPALA CartPo
 RSS, thread count and open file descriptors with psutil every `--interval` seconds, and after
 `--minutes` stops it with SIGTERM (the graceful pre-emption path: final checkpoint, exit 0).
 
-The first `--warmup_minutes` cover compilation, allocator pools and the first checkpoint save
-(orbax), which all grow memory once. The figure that matters is the growth after warm-up:
-RSS at the end minus RSS at the end of warm-up, and a least-squares slope in MB per hour over
-the post-warm-up samples. A subprocess keeps this script's own memory out of the figure.
+Checkpoints are saved every `--checkpoint_every_minutes` (default 2, so a 20-minute soak also
+exercises ten saves). The first `--warmup_minutes` cover compilation, allocator pools and the
+first checkpoint save (orbax starts its threads then), which all grow memory once. The figure
+that matters is the growth after warm-up: RSS at the end minus RSS at the end of warm-up, and
+a least-squares slope in MB per hour over the post-warm-up samples. A subprocess keeps this
+script's own memory out of the figure.
 
 Writes a CSV (time_s, rss_mb, num_threads, num_fds, env_steps) and prints a summary; exits 1
 when `--max_growth_mb` is given and exceeded. See docs/robustness.md for measured figures.
 
 Usage:
     python scripts/memory_soak.py [--minutes 20] [--warmup_minutes 3] [--interval 5]
-        [--csv memory_soak.csv] [--config experiments/configs/impala_classic.py]
-        [--run_dir DIR] [--max_growth_mb MB] [-- --config.num_envs=32 ...]
+        [--checkpoint_every_minutes 2] [--csv memory_soak.csv]
+        [--config experiments/configs/impala_classic.py] [--run_dir DIR]
+        [--max_growth_mb MB] [-- --config.num_envs=32 ...]
 
 Arguments after `--` are passed to the training script (config overrides).
 """
@@ -75,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--minutes", type=float, default=20.0)
     parser.add_argument("--warmup_minutes", type=float, default=3.0)
     parser.add_argument("--interval", type=float, default=5.0, help="seconds between samples")
+    parser.add_argument("--checkpoint_every_minutes", type=float, default=2.0)
     parser.add_argument("--csv", default="memory_soak.csv")
     parser.add_argument("--config", default=os.path.join("experiments", "configs",
                                                          "impala_classic.py"))
@@ -87,8 +91,9 @@ def main(argv: list[str] | None = None) -> int:
                      f"--minutes={args.minutes}.")
     run_dir = args.run_dir or tempfile.mkdtemp(prefix="memory_soak-")
     cmd = [sys.executable, os.path.join(ROOT, "experiments", "impala_atari.py"),
-           f"--config={args.config}", "--config.total_env_steps=1000000000000",
+           f"--config={args.config}", "--config.total_env_steps=100000000000",
            f"--config.run_dir={os.path.join(run_dir, 'run')}", "--config.console_every_s=60",
+           f"--config.checkpoint_every_minutes={args.checkpoint_every_minutes}",
            *extra]
     print("running:", " ".join(cmd), flush=True)
     log = open(os.path.join(run_dir, "train.log"), "w")

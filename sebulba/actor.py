@@ -2,7 +2,8 @@
 finished rollouts straight to the learner devices.
 
 Hot loop per step: one host->device copy of the observation EnvPool hands over, one jitted
-policy call, one device->host copy of the action (the env needs it on the host). Device arrays
+policy call, one device->host copy of the action (the env needs it on the host; a pytree of
+arrays for mixed action spaces). Device arrays
 are collected in lists and stacked once per rollout by a single jitted call; small host-side
 fields (rewards, done flags) go into preallocated numpy buffers.
 """
@@ -20,6 +21,7 @@ import numpy as np
 from jax.sharding import Sharding
 
 from sebulba.agent import Agent, Rollout
+from sebulba.env_guard import CheckedEnv, EnvFault
 from sebulba.envs import TimeStep
 from sebulba.pipeline import Lifetime, ParamsSource, Stopped, blocking_put
 
@@ -56,12 +58,33 @@ class _EpisodeCounter:
         self.lengths[ts.episode_over] = 0
 
 
+# Steps are stacked in chunks: XLA's compile time grows with the number of operands, and one
+# program stacking T=2048 steps (the MuJoCo PPO setup) took minutes to compile on CPU; chunks of
+# 64 compile in about a second, and the per-rollout cost stays a few dispatches.
+_STACK_CHUNK = 64
+
+
 @jax.jit
+def _stack(xs):
+    return jax.tree.map(lambda *x: jnp.stack(x), *xs)
+
+
+@jax.jit
+def _concat(chunks):
+    return jax.tree.map(lambda *x: jnp.concatenate(x), *chunks)
+
+
+def _stack_steps(xs: list) -> Any:
+    """A list of per-step pytrees [B, ...] -> one pytree [len, B, ...] on the same device."""
+    if len(xs) <= _STACK_CHUNK:
+        return _stack(xs)
+    return _concat([_stack(xs[i:i + _STACK_CHUNK]) for i in range(0, len(xs), _STACK_CHUNK)])
+
+
 def _stack_rollout(obs_list, action_list, extras_list, reward, terminated, truncated, valid):
-    stack = lambda xs: jax.tree.map(lambda *x: jnp.stack(x), *xs)
-    return Rollout(obs=stack(obs_list), action=stack(action_list), reward=reward,
+    return Rollout(obs=_stack_steps(obs_list), action=_stack_steps(action_list), reward=reward,
                    terminated=terminated, truncated=truncated, valid=valid,
-                   extras=stack(extras_list))
+                   extras=_stack_steps(extras_list))
 
 
 class ActorThread(threading.Thread):
@@ -71,14 +94,31 @@ class ActorThread(threading.Thread):
                  make_env: Callable[[int], Any], seed: int, unroll_length: int,
                  params: ParamsSource, out_queue: queue.Queue, learner_sharding: Sharding,
                  lifetime: Lifetime, synchronous: bool = False,
-                 on_step: Callable[[int, int, TimeStep], None] | None = None) -> None:
+                 on_step: Callable[[int, int, TimeStep], None] | None = None,
+                 max_env_restarts: int = 0) -> None:
         super().__init__(name=f"actor-{actor_id}", daemon=True)
         self.actor_id, self.device, self.agent = actor_id, device, agent
         self._make_env, self._seed, self._unroll = make_env, seed, unroll_length
         self._params, self._queue, self._sharding = params, out_queue, learner_sharding
         self._lifetime, self._synchronous = lifetime, synchronous
         self._on_step = on_step  # test hook for fault injection: (actor_id, t, ts)
+        self._max_restarts = max_env_restarts  # EnvFaults survived by rebuilding the pool
         self._policy = jax.jit(self._policy_step)
+        # What the thread is doing since when, for the learner's stall warning (plain
+        # attribute writes: cheap enough for the hot loop, and atomic under the GIL).
+        self.phase, self.phase_since = "starting", time.perf_counter()
+        self._env: CheckedEnv | None = None
+
+    def describe(self) -> str:
+        """e.g. "actor-1 in env.step (pool step 812) for 63s", for stall warnings."""
+        env = self._env
+        where = f" (pool step {env.steps})" if self.phase == "env.step" and env else ""
+        alive = "" if self.is_alive() else " (exited)"
+        return (f"{self.name} in {self.phase}{where} for "
+                f"{time.perf_counter() - self.phase_since:.0f}s{alive}")
+
+    def _set_phase(self, phase: str) -> None:
+        self.phase, self.phase_since = phase, time.perf_counter()
 
     def _policy_step(self, params, obs, key):
         key, sub = jax.random.split(key)
@@ -86,27 +126,47 @@ class ActorThread(threading.Thread):
         return action, extras, key
 
     def run(self) -> None:
-        env = None
+        env, restarts = None, 0
         try:
-            env = self._make_env(self._seed)
-            self._loop(env)
+            while True:
+                # A rebuilt pool gets fresh env seeds (a function of the seed and the restart).
+                seed = self._seed if restarts == 0 else int(
+                    np.random.SeedSequence([self._seed, restarts]).generate_state(1)[0]) >> 2
+                try:
+                    self._set_phase("make_env")
+                    env = self._env = CheckedEnv(self._make_env(seed), self.name)
+                    self._loop(env, seed)
+                    return
+                except EnvFault as e:
+                    if restarts >= self._max_restarts:
+                        if self._max_restarts:
+                            raise EnvFault(f"{e} Gave up after {restarts} env restart(s) "
+                                           f"(max_env_restarts={self._max_restarts}).") from e
+                        raise
+                    restarts += 1
+                    print(f"WARNING: {e} Rebuilding {self.name}'s envs (restart {restarts}/"
+                          f"{self._max_restarts}); its partial rollout is dropped.", flush=True)
+                    _close_quietly(env)
+                    env = None
         except Stopped:
             pass
         except BaseException as e:  # noqa: BLE001 - any actor failure must stop the run
             self._lifetime.fail(e)
         finally:
-            if env is not None:
-                env.close()
+            self._set_phase("exited")
+            _close_quietly(env)
 
-    def _loop(self, env) -> None:
+    def _loop(self, env: CheckedEnv, seed: int) -> None:
         T, B = self._unroll, env.num_envs
-        key = jax.device_put(jax.random.key(self._seed), self.device)
+        key = jax.device_put(jax.random.key(seed), self.device)
+        self._set_phase("env.reset")
         obs = env.reset()
         prev_done = np.zeros(B, bool)
         counter = _EpisodeCounter.zeros(B)
         next_version = 0
         while not self._lifetime.stopping:
             t0 = time.perf_counter()
+            self.phase, self.phase_since = "waiting for params", t0
             params, version = self._params.get(self.device, next_version)
             if self._synchronous:
                 next_version = version + 1  # on-policy: wait for the update of this rollout
@@ -117,10 +177,12 @@ class ActorThread(threading.Thread):
             t_infer = t_env = 0.0
             for t in range(T):
                 s = time.perf_counter()
+                self.phase, self.phase_since = "inference", s
                 obs_dev = jax.device_put(obs, self.device)
                 action, extras, key = self._policy(params, obs_dev, key)
-                action_host = np.asarray(action)
+                action_host = jax.device_get(action)  # an array, or a dict/tuple (mixed)
                 e = time.perf_counter()
+                self.phase, self.phase_since = "env.step", e
                 ts = env.step(action_host)
                 t_env += time.perf_counter() - e
                 t_infer += e - s
@@ -135,6 +197,7 @@ class ActorThread(threading.Thread):
                 prev_done = ts.terminated | ts.truncated
                 obs = ts.obs
             s = time.perf_counter()
+            self.phase, self.phase_since = "shipping the rollout", s
             obs_list.append(jax.device_put(obs, self.device))
             local = jax.device_put((rewards, terms, truncs, valids), self.device)
             rollout = _stack_rollout(obs_list, action_list, extras_list, *local)
@@ -144,4 +207,16 @@ class ActorThread(threading.Thread):
             msg = RolloutMessage(rollout, version, T * B, episodes,
                                  {"actor/params_wait_s": t_params, "actor/inference_s": t_infer,
                                   "actor/env_s": t_env, "actor/ship_s": t_ship}, self.actor_id)
+            self._set_phase("waiting for queue space")
             msg.timings["actor/queue_put_s"] = blocking_put(self._queue, msg, self._lifetime)
+
+
+def _close_quietly(env) -> None:
+    """Closes an env on the way out; a broken env may fail to close, which must not hide the
+    error that ended the run."""
+    if env is None:
+        return
+    try:
+        env.close()
+    except Exception as e:  # noqa: BLE001
+        print(f"WARNING: closing an env failed: {e!r}", flush=True)

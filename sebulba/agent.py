@@ -16,14 +16,14 @@ PyTree = Any
 class Rollout(NamedTuple):
     """One actor thread's unroll, time-major, with the environment axis second.
 
-    Step t is: the agent saw obs[t], took action[t] (with `extras[t]` from the actor, e.g.
-    behaviour logits), and the env answered reward[t], terminated[t], truncated[t] and obs[t+1].
+    Step t is: the agent saw obs[t], took action[t] (with `extras[t]` from the actor, e.g. the
+    behaviour log-prob), and the env answered reward[t], terminated[t], truncated[t] and obs[t+1].
     `valid[t]` is False on EnvPool's reset steps (obs[t] is a final observation and the action is
     ignored); losses mask those steps out.
     """
 
     obs: PyTree          # [T+1, B, ...] (last entry is the bootstrap observation)
-    action: jax.Array    # [T, B, ...]
+    action: PyTree       # [T, B, ...]; a dict/tuple of arrays for mixed action spaces
     reward: jax.Array    # [T, B] raw env reward
     terminated: jax.Array  # [T, B] bool
     truncated: jax.Array   # [T, B] bool

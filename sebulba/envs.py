@@ -9,6 +9,10 @@ Conventions every environment adapter follows (the actor and the losses rely on 
 - `reward` is the raw environment reward (clipping, if any, is the agent's choice).
 - `episode_over` marks the end of the real game, for statistics: with Atari's episodic-life
   training, a lost life sets `terminated` but not `episode_over`.
+- Observations are arrays or dicts/tuples of arrays (multi-tensor), leading axis = envs.
+
+`make_env` looks `EnvConfig.name` up in sebulba/registry.py (user envs) first, then treats a
+"gymnasium:<id>" name as a gymnasium id (sebulba/adapters.py), then as an EnvPool id.
 """
 from __future__ import annotations
 
@@ -18,6 +22,8 @@ import functools
 from typing import Any, NamedTuple
 
 import numpy as np
+
+from sebulba import registry
 
 
 class TimeStep(NamedTuple):
@@ -32,7 +38,7 @@ class TimeStep(NamedTuple):
 class EnvConfig:
     """Environment settings; Atari-only fields are ignored for other families."""
 
-    name: str = "Pong-v5"            # any EnvPool id, e.g. Breakout-v5, CartPole-v1
+    name: str = "Pong-v5"            # EnvPool id, registered env, or "gymnasium:<id>"
     num_threads: int = 0             # EnvPool worker threads per pool; 0 = one per env up to cores
     max_episode_steps: int = 0       # 0 = EnvPool's default (Atari: 27000 agent steps = 108k frames)
     # Atari (defaults: Machado et al. 2018 protocol, sticky actions 0.25, full v5 preprocessing)
@@ -43,6 +49,9 @@ class EnvConfig:
     stack_num: int = 4               # stacked frames in the observation
     img_size: int = 84               # square grayscale frame size
     full_action_space: bool = False  # 18 actions instead of the game's minimal set
+    # Extra settings: passed to a registered env's maker (as env_config.options), to
+    # gymnasium.make for "gymnasium:<id>" names, and to envpool.make for EnvPool ids.
+    options: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
         # EnvPool 1.2 segfaults on reset with noop_max=0; 1 already means "no no-ops".
@@ -67,14 +76,30 @@ def _all_env_ids() -> tuple[str, ...]:
 
 
 def check_env_id(name: str) -> None:
-    """Raises a ValueError naming close matches when EnvPool has no such id."""
+    """Raises a ValueError naming close matches when `name` is neither a registered env
+    (sebulba/registry.py), a "gymnasium:<id>" of a registered gymnasium id, nor an EnvPool id."""
+    if registry.env_maker(name) is not None:
+        return
+    if name.startswith(registry.GYMNASIUM_PREFIX):
+        import gymnasium
+        gym_id = name[len(registry.GYMNASIUM_PREFIX):]
+        if gym_id in gymnasium.registry:
+            return
+        close = difflib.get_close_matches(gym_id, list(gymnasium.registry), n=5, cutoff=0.5)
+        hint = f" Close matches: {', '.join(close)}." if close else ""
+        raise ValueError(f"Unknown gymnasium environment id {gym_id!r} (from {name!r}).{hint}")
     ids = _all_env_ids()
     if name in ids:
         return
-    close = difflib.get_close_matches(name, ids, n=5, cutoff=0.5)
+    user = registry.registered_envs()
+    close = difflib.get_close_matches(name, user + ids, n=5, cutoff=0.5)
     hint = f" Close matches: {', '.join(close)}." if close else ""
-    raise ValueError(f"Unknown EnvPool environment id {name!r}.{hint} "
-                     f"See envpool.list_all_envs() for all {len(ids)} ids.")
+    mine = (f" Registered envs: {', '.join(user)}." if user else
+            " No env is registered (sebulba.registry.register_env; import the module that "
+            "registers yours before the config is checked).")
+    raise ValueError(f"Unknown EnvPool environment id {name!r}, and no registered env of that "
+                     f"name.{hint}{mine} See envpool.list_all_envs() for all {len(ids)} "
+                     f"EnvPool ids, or use 'gymnasium:<id>' for a gymnasium id.")
 
 
 def is_atari(name: str) -> bool:
@@ -103,6 +128,7 @@ class EnvPoolEnv:
                 noop_max=cfg.noop_max, frame_skip=cfg.frame_skip, stack_num=cfg.stack_num,
                 img_height=cfg.img_size, img_width=cfg.img_size,
                 full_action_space=cfg.full_action_space)
+        kwargs.update(cfg.options)  # e.g. a family's own settings, checked by EnvPool
         self._env = envpool.make(cfg.name, env_type="gymnasium", **kwargs)
         self.num_envs = num_envs
         self.observation_space = self._env.observation_space
@@ -110,12 +136,12 @@ class EnvPoolEnv:
 
     def reset(self) -> np.ndarray:
         obs, _ = self._env.reset()
-        return obs
+        return to_float32(obs)
 
     def step(self, action: np.ndarray) -> TimeStep:
         obs, reward, terminated, truncated, info = self._env.step(action)
         over = truncated | (info["terminated"].astype(bool) if self.atari else terminated)
-        return TimeStep(obs, reward.astype(np.float32), terminated, truncated, over)
+        return TimeStep(to_float32(obs), reward.astype(np.float32), terminated, truncated, over)
 
     def render(self, env_id: int = 0) -> np.ndarray:
         """RGB frame [H, W, 3] of one env; needs render_mode="rgb_array" at creation."""
@@ -125,9 +151,31 @@ class EnvPoolEnv:
         self._env.close()
 
 
+def to_float32(obs: Any) -> Any:
+    """EnvPool's MuJoCo tasks return float64 observations; JAX computes in float32 (x64 off),
+    so cast once on the host rather than have every device_put convert (and warn). Dict and
+    tuple observations (MiniGrid, dm_control, user envs) are cast leaf by leaf."""
+    if isinstance(obs, dict):
+        return {k: to_float32(v) for k, v in obs.items()}
+    if isinstance(obs, (tuple, list)):
+        return type(obs)(to_float32(v) for v in obs)
+    obs = np.asarray(obs)
+    return obs.astype(np.float32) if obs.dtype == np.float64 else obs
+
+
 def make_env(cfg: EnvConfig, num_envs: int, seed: int,
-             render_mode: str | None = None) -> EnvPoolEnv:
-    """Creates `num_envs` environments seeded from `seed` (each env gets seed + index)."""
+             render_mode: str | None = None) -> Any:
+    """Creates `num_envs` environments seeded from `seed` (each env gets seed + index): a
+    registered env, a "gymnasium:<id>", or an EnvPool id (module docstring)."""
     if num_envs <= 0:
         raise ValueError(f"num_envs must be positive, got {num_envs}.")
+    from sebulba import adapters  # imports this module: a top-level import would be circular
+    maker = registry.env_maker(cfg.name)
+    if maker is not None:
+        return adapters.as_runtime_env(maker(num_envs, seed, cfg), num_envs, seed,
+                                       f"the env maker registered as {cfg.name!r}")
+    if cfg.name.startswith(registry.GYMNASIUM_PREFIX):
+        check_env_id(cfg.name)
+        return adapters.gymnasium_make(cfg.name[len(registry.GYMNASIUM_PREFIX):], num_envs,
+                                       seed, **cfg.options)
     return EnvPoolEnv(cfg, num_envs, seed, render_mode)

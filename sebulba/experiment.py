@@ -1,8 +1,9 @@
 """Glue from an experiment's ConfigDict to a training run; algorithm-agnostic.
 
 An experiment script passes its config and a `make_agent(network, agent_config, num_updates)`
-builder; this module builds the envs, network, run directory, logger and checkpointer, restores
-a checkpoint for `config.resume`, and calls `train`. See docs/checkpoints.md.
+builder; this module validates the config (`validate`, docs/robustness.md), builds the envs,
+network, run directory, logger and checkpointer, restores a checkpoint for `config.resume`, and
+calls `train`. See docs/checkpoints.md.
 """
 from __future__ import annotations
 
@@ -10,36 +11,106 @@ import dataclasses
 import datetime
 import json
 import os
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import jax
 import ml_collections
 
 import networks
-from sebulba import checkpoint, distributed, envs
+from sebulba import checkpoint, distributed, envs, topology, validation
 from sebulba.agent import Agent
 from sebulba.logging import MetricsLogger
-from sebulba.runner import RuntimeConfig, TrainResult, train
+from sebulba.runner import RuntimeConfig, TrainResult, train, validate_runtime_config
+from sebulba.validation import ConfigError
 
 AgentBuilder = Callable[[Any, ml_collections.ConfigDict, int], Agent]
+ConfigCheck = Callable[[ml_collections.ConfigDict], None]
 
 
 def runtime_config(config: ml_collections.ConfigDict) -> RuntimeConfig:
     fields = {f.name for f in dataclasses.fields(RuntimeConfig)}
     values = {k: config[k] for k in fields if k in config}
     for k in ("actor_device_ids", "learner_device_ids"):
-        if k in values:
+        if isinstance(values.get(k), list):
             values[k] = tuple(values[k])
     return RuntimeConfig(**values)
 
 
 def distributed_config(config: ml_collections.ConfigDict) -> distributed.DistributedConfig:
+    return distributed.DistributedConfig(**_distributed_values(config))
+
+
+def validate(config: ml_collections.ConfigDict, *, agent_config: type | None = None,
+             checks: Sequence[ConfigCheck] = (), devices: bool = True,
+             env_id: bool = True) -> RuntimeConfig:
+    """Checks a whole experiment config; raises ConfigError (a ValueError) naming the field,
+    the bad value and what is allowed. Builds no env, starts no thread, compiles nothing.
+
+    `agent_config`: the agent's frozen dataclass; `config.agent` is type-checked against it and
+    built once (its own range checks run). `checks`: the experiment's extra checks (e.g. PPO's
+    minibatch divisibility). `devices`: also check device ids against this host's devices,
+    unless the run will join a multi-host job (devices may not be queried before joining;
+    `run` then checks them right after). `env_id`: check that env.name is an EnvPool id (off
+    for a user environment).
+    """
+    dc = validation.build(distributed.DistributedConfig, _distributed_values(config),
+                          "distributed")
+    joining = dc.mode == "on" or dc.num_processes > 1 or (
+        dc.mode == "auto" and distributed._under_slurm())
+    if dc.mode != "off" and dc.num_processes > 1:
+        validation.check_coordinator(dc.coordinator_address, dc.process_id)
+    rc = runtime_config(config)
+    validate_runtime_config(rc, num_processes=dc.num_processes)
+    for name in ("console_every_s", "checkpoint_every_minutes"):
+        if name in config:
+            validation.non_negative(name, config[name])
+    for name in ("checkpoint_every_updates", "checkpoint_keep"):
+        if name in config:
+            validation.non_negative(name, config[name], integer=True)
+    for name in ("run_dir", "resume"):
+        validation.require(isinstance(config.get(name, ""), str), name, config.get(name),
+                           "must be a string (a path, or \"\").")
+    ec = validation.build(envs.EnvConfig, config.env.to_dict(), "env")
+    try:
+        if env_id:
+            envs.check_env_id(ec.name)
+    except ValueError as e:
+        raise ConfigError(f"env.name={ec.name!r}: {e}") from None
+    _validate_network(config.network)
+    if agent_config is not None:
+        validation.build(agent_config, config.agent.to_dict(), "agent")
+    for check in checks:
+        check(config)
+    run_dir = config.get("run_dir", "")
+    if config.get("resume"):
+        try:
+            resolved = checkpoint.resolve(config.resume)
+        except FileNotFoundError as e:
+            raise ConfigError(f"resume={config.resume!r}: {e}") from None
+        run_dir = run_dir or checkpoint.run_dir_of(resolved) or ""
+    validation.check_writable_dir("run_dir", run_dir or "runs")
+    if devices and not joining:
+        topology.make_topology(rc.actor_device_ids, rc.learner_device_ids, rc.num_envs)
+    return rc
+
+
+def _validate_network(net: ml_collections.ConfigDict) -> None:
+    validation.require(net.get("torso") in networks.TORSOS, "network.torso", net.get("torso"),
+                       f"is not a torso; allowed: {sorted(networks.TORSOS)}.")
+    for name in ("mlp_hidden_sizes", "resnet_channels"):
+        sizes = net.get(name, (1,))
+        validation.require(isinstance(sizes, (list, tuple)) and len(sizes) > 0 and all(
+            validation.is_int(n) and n > 0 for n in sizes), f"network.{name}", sizes,
+            "must be a non-empty tuple of positive integers.")
+
+
+def _distributed_values(config: ml_collections.ConfigDict) -> dict:
     if "distributed" not in config:
-        return distributed.DistributedConfig(mode="off")
+        return {"mode": "off"}
     values = config.distributed.to_dict()
-    if values.get("local_device_ids") is not None:
+    if isinstance(values.get("local_device_ids"), list):
         values["local_device_ids"] = tuple(values["local_device_ids"])
-    return distributed.DistributedConfig(**values)
+    return values
 
 
 def env_config(config: ml_collections.ConfigDict) -> envs.EnvConfig:
@@ -47,19 +118,38 @@ def env_config(config: ml_collections.ConfigDict) -> envs.EnvConfig:
 
 
 def make_network(config: ml_collections.ConfigDict, action_space) -> Any:
-    """ActorCritic with the configured torso, sized for a discrete action space."""
+    """ActorCritic with the configured torso and the policy head for `action_space`.
+
+    Continuous (Box) parts read the optional `network.continuous_bounds` ("clip" | "tanh"),
+    `network.state_dependent_std` and `network.init_log_std` (defaults: clip, False, 0.0).
+    """
     net = config.network
     kwargs: dict[str, Any] = {}
     if net.torso == "mlp":
         kwargs["hidden_sizes"] = tuple(net.mlp_hidden_sizes)
     elif net.torso == "impala_resnet":
         kwargs["channels"] = tuple(net.resnet_channels)
-    if not hasattr(action_space, "n"):
-        raise ValueError(f"{config.env.name} has action space {action_space}; this agent "
-                         f"needs a discrete (Discrete) action space.")
+    # Any torso, built-in or registered (networks.register_torso), takes the optional
+    # `network.torso_kwargs` as constructor arguments.
+    kwargs.update(_plain(net.get("torso_kwargs", {})))
+    try:
+        dist = networks.from_space(
+            action_space, bounds=net.get("continuous_bounds", "clip"),
+            state_dependent_std=bool(net.get("state_dependent_std", False)),
+            init_log_std=float(net.get("init_log_std", 0.0)))
+    except ValueError as e:
+        raise ValueError(f"{config.env.name}: {e}") from None
     return networks.ActorCritic(torso=networks.make_torso(net.torso, **kwargs),
-                                num_actions=int(action_space.n),
-                                shared_torso=bool(net.shared_torso))
+                                action_dist=dist, shared_torso=bool(net.shared_torso))
+
+
+def _plain(value: Any) -> Any:
+    """ConfigDict -> dict and lists -> tuples (flax module fields must be hashable)."""
+    if isinstance(value, (ml_collections.ConfigDict, dict)):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return tuple(_plain(v) for v in value)
+    return value
 
 
 def make_run_dir(config: ml_collections.ConfigDict, name: str,
@@ -73,15 +163,26 @@ def make_run_dir(config: ml_collections.ConfigDict, name: str,
     return os.path.join("runs", f"{name}-{config.env.name}-s{config.seed}-{stamp}")
 
 
-def run(config: ml_collections.ConfigDict, make_agent: AgentBuilder, name: str,
-        **train_kwargs: Any) -> TrainResult:
-    """Trains the agent that `make_agent` builds, as configured; returns the result."""
+def run(config: ml_collections.ConfigDict, make_agent: AgentBuilder, name: str, *,
+        agent_config: type | None = None, checks: Sequence[ConfigCheck] = (),
+        wrap_env: Callable[[Any], Any] | None = None,
+        make_env: Callable[[int, int], Any] | None = None, **train_kwargs: Any) -> TrainResult:
+    """Trains the agent that `make_agent` builds, as configured; returns the result.
+
+    `agent_config` and `checks` go to `validate`, which runs first. `wrap_env(env)` wraps every
+    environment batch the actors build (user adapters, fault injection in tests).
+    `make_env(num_envs, seed)` replaces the EnvPool factory with a user environment that has
+    the sebulba/envs.py API (`config.env.name` then only names the run).
+    """
+    # Every static check before anything joins, builds an env, starts a thread or compiles.
+    rc = validate(config, agent_config=agent_config, checks=checks, devices=False,
+                  env_id=make_env is None)
     distributed.initialize(distributed_config(config))  # before anything touches devices
-    rc = runtime_config(config)
+    topology.make_topology(rc.actor_device_ids, rc.learner_device_ids, rc.num_envs)
     ec = env_config(config)
-    envs.check_env_id(ec.name)  # fail before any thread or compile starts
     resume_from = checkpoint.resolve(config.resume) if config.get("resume") else None
-    probe = envs.make_env(ec, 1, config.seed)
+    base_env = make_env or (lambda n, seed: envs.make_env(ec, n, seed))
+    probe = base_env(1, config.seed)
     network = make_network(config, probe.action_space)
     example_obs = probe.reset()
     probe.close()
@@ -105,12 +206,16 @@ def run(config: ml_collections.ConfigDict, make_agent: AgentBuilder, name: str,
             f.write(config.to_json(indent=2))
     print(f"run dir: {run_dir}  ({rc.num_updates} updates of {rc.steps_per_update} steps)",
           flush=True)
-    result = train(agent, lambda n, seed: envs.make_env(ec, n, seed), rc, logger, **train_kwargs)
+    def make_actor_env(n: int, seed: int):
+        env = base_env(n, seed)
+        return wrap_env(env) if wrap_env is not None else env
+    result = train(agent, make_actor_env, rc, logger, **train_kwargs)
     if not main:
         return result
     with open(os.path.join(run_dir, "summary.json"), "w") as f:
+        # stopped_by tells a finished run from one stopped early by a signal (sweeps rerun those).
         json.dump({"env_steps": result.env_steps, "updates": result.updates,
-                   **result.episode_summary}, f, indent=2)
+                   "stopped_by": result.stopped_by, **result.episode_summary}, f, indent=2)
     return result
 
 

@@ -26,10 +26,15 @@ def concat_rollouts(rollouts: Sequence[Rollout]) -> Rollout:
 
 def make_learn_fn(agent: Agent, topology: Topology
                   ) -> Callable[[PyTree, tuple[Rollout, ...]], tuple[PyTree, dict]]:
-    """Returns jitted `learn(state, rollouts) -> (state, metrics)`; state is donated."""
+    """Returns jitted `learn(state, rollouts) -> (state, metrics)`; state is donated.
+
+    Every update goes through `keep_finite`: a non-finite update is skipped (the old state is
+    returned) and flagged in `metrics["nonfinite/skipped"]`; the runner counts and stops.
+    """
 
     def per_device(state, rollouts):
-        return agent.learn_step(state, concat_rollouts(rollouts), LEARNER_AXIS)
+        new_state, metrics = agent.learn_step(state, concat_rollouts(rollouts), LEARNER_AXIS)
+        return keep_finite(state, new_state, metrics, LEARNER_AXIS)
 
     # check_vma=False: library code inside losses (rlax's lax.scan with a constant initial
     # carry) is not written for shard_map's varying-type checks. agents/parallel.mean_grad is
@@ -38,6 +43,33 @@ def make_learn_fn(agent: Agent, topology: Topology
                             in_specs=(P(), P(None, LEARNER_AXIS)), out_specs=(P(), P()),
                             check_vma=False)
     return jax.jit(sharded, donate_argnums=0)
+
+
+def all_finite(tree: PyTree) -> jax.Array:
+    """True when every floating-point leaf of `tree` is finite (keys and ints are skipped)."""
+    checks = [jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(tree)
+              if jnp.issubdtype(x.dtype, jnp.inexact)]
+    return jnp.all(jnp.stack(checks)) if checks else jnp.asarray(True)
+
+
+def keep_finite(old_state: PyTree, new_state: PyTree, metrics: dict, axis_name: str
+                ) -> tuple[PyTree, dict]:
+    """Algorithm-agnostic guard: keeps `old_state` unless the new state and every metric
+    (loss, grad norm, ...) are finite. One NaN gradient would otherwise poison the parameters
+    for good; a skipped update costs one batch.
+
+    Selecting inside the compiled step keeps one program for both outcomes. The flag is
+    reduced with pmin over the learner axis, so every device takes the same branch even if
+    only one saw the NaN (replicas must never diverge). Cost: one pass over the state.
+    """
+    ok = jnp.logical_and(all_finite(metrics), all_finite(new_state))
+    ok = jax.lax.pmin(ok.astype(jnp.int32), axis_name) > 0
+    state = jax.lax.cond(ok, lambda: new_state, lambda: old_state)
+    return state, {**metrics, "nonfinite/skipped": 1.0 - ok.astype(jnp.float32)}
+
+
+class NonFiniteError(RuntimeError):
+    """Too many non-finite updates in a row; the learner state is the last good one."""
 
 
 def place_learner_state(state: PyTree, topology: Topology) -> PyTree:

@@ -92,9 +92,12 @@ class ParamsSource:
     minimum version and wait for it.
     """
 
-    def __init__(self, actor_devices: list[jax.Device], lifetime: Lifetime) -> None:
+    def __init__(self, actor_devices: list[jax.Device], lifetime: Lifetime,
+                 stall_warning_s: float = float("inf")) -> None:
         self._devices = list(actor_devices)
         self._lifetime = lifetime
+        self._stall_warning_s = stall_warning_s
+        self._warned: set[str] = set()  # threads that already warned (once each)
         self._cond = threading.Condition()
         self._version = -1
         self._per_device: dict[jax.Device, Any] = {}
@@ -117,10 +120,21 @@ class ParamsSource:
             self._cond.notify_all()
 
     def get(self, device: jax.Device, min_version: int = 0) -> tuple[Any, int]:
-        """Returns (params on `device`, version), waiting until version >= min_version."""
+        """Returns (params on `device`, version), waiting until version >= min_version.
+
+        Warns once per thread when the wait exceeds `stall_warning_s` (a stalled learner).
+        """
+        start = time.perf_counter()
         with self._cond:
             while self._version < min_version:
                 if self._lifetime.stopping:
                     raise Stopped()
                 self._cond.wait(_POLL_S)
+                waited = time.perf_counter() - start
+                name = threading.current_thread().name
+                if waited > self._stall_warning_s and name not in self._warned:
+                    self._warned.add(name)
+                    print(f"WARNING: {name} has waited {waited:.0f}s for parameters version >= "
+                          f"{min_version} (newest: {self._version}; stall_warning_s="
+                          f"{self._stall_warning_s:g}); the learner may be stalled.", flush=True)
             return self._per_device[device], self._version

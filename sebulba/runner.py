@@ -7,11 +7,17 @@ and re-raises, so the process ends promptly and with a non-zero status on errors
 Ctrl-C and SIGTERM stop gracefully: the learner finishes its update, a final checkpoint is
 written, then SIGTERM (pre-emption) returns normally (exit 0) and Ctrl-C raises
 KeyboardInterrupt. A second signal interrupts at once.
+
+Faults (docs/robustness.md): a non-finite update is skipped by the learner (learner.keep_finite)
+and counted here; `max_nonfinite_updates` in a row raise NonFiniteError after a checkpoint of
+the last good state. Actors report broken envs (sebulba/env_guard.py) and may rebuild them; a
+learner without data, or an actor without parameters, warns after `stall_warning_s`.
 """
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
 import queue
 import signal
 import threading
@@ -25,10 +31,11 @@ from sebulba import distributed
 from sebulba.actor import ActorThread, RolloutMessage
 from sebulba.agent import Agent, PyTree
 from sebulba.checkpoint import Checkpointer, Progress
-from sebulba.learner import make_learn_fn, place_learner_state
+from sebulba.learner import NonFiniteError, make_learn_fn, place_learner_state
 from sebulba.logging import EpisodeStats, MetricsLogger
 from sebulba.pipeline import Lifetime, ParamsSource, Stopped, blocking_get
 from sebulba.topology import Topology, make_topology
+from sebulba.validation import check_types, non_negative, positive_int, require
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,6 +54,9 @@ class RuntimeConfig:
     stall_warning_s: float = 60.0   # warn once when the learner waits this long for data
     join_timeout_s: float = 10.0    # how long to wait for threads at shutdown
     stop_at_return: float | None = None  # stop early once the 100-game mean return reaches it
+    max_nonfinite_updates: int = 10  # stop after this many non-finite updates in a row
+    restart_envs_on_error: bool = False  # a failing env pool is rebuilt instead of ending the run
+    max_env_restarts: int = 3       # per actor thread, when restart_envs_on_error
 
     @property
     def batch_envs(self) -> int:
@@ -74,13 +84,39 @@ class TrainResult:
     checkpoint: str | None = None    # path of the final checkpoint, if one was written
 
 
-def validate_runtime_config(rc: RuntimeConfig) -> None:
-    """Raises ValueError naming the field, the bad value and what is allowed."""
+def validate_runtime_config(rc: RuntimeConfig, num_processes: int | None = None) -> None:
+    """Raises ConfigError (a ValueError) naming the field, the bad value and what is allowed.
+
+    `num_processes` defaults to jax.process_count(); pass it to validate before joining a
+    multi-host job (the first device query would come too early).
+    """
+    check_types(RuntimeConfig, dataclasses.asdict(rc))
     for name in ("num_actor_threads", "num_envs", "unroll_length", "total_env_steps",
-                 "queue_size"):
-        value = getattr(rc, name)
-        if not isinstance(value, (int, np.integer)) or value < 1:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}.")
+                 "queue_size", "max_nonfinite_updates"):
+        positive_int(name, getattr(rc, name))
+    non_negative("max_env_restarts", rc.max_env_restarts, integer=True)
+    require(0 <= rc.seed < 2**30, "seed", rc.seed, "must be in [0, 2**30) (EnvPool seeds are "
+            "int32 and actors add offsets).")
+    require(rc.stall_warning_s > 0, "stall_warning_s", rc.stall_warning_s, "must be > 0.")
+    non_negative("join_timeout_s", rc.join_timeout_s)
+    require(rc.stop_at_return is None or math.isfinite(rc.stop_at_return), "stop_at_return",
+            rc.stop_at_return, "must be a finite number or None (off).")
+    for name in ("actor_device_ids", "learner_device_ids"):
+        ids = getattr(rc, name)
+        require(len(ids) > 0 and len(set(ids)) == len(ids), name, list(ids),
+                "must list at least one local device id, each once.")
+    n_learn = len(rc.learner_device_ids)
+    require(rc.num_envs % n_learn == 0, "num_envs", rc.num_envs,
+            f"(per actor thread) must be divisible by the number of learner devices "
+            f"({n_learn}, learner_device_ids={list(rc.learner_device_ids)}): each rollout is "
+            f"split along the environment axis across the learners.")
+    processes = jax.process_count() if num_processes is None else num_processes
+    per_update = (len(rc.actor_device_ids) * rc.num_actor_threads * rc.num_envs * processes
+                  * rc.unroll_length)
+    # Update counters and learning-rate schedules count in int32 on the device.
+    require(rc.total_env_steps // max(per_update, 1) < 2**31, "total_env_steps",
+            rc.total_env_steps, f"is too large: at {per_update} steps per update it needs "
+            f">= 2**31 updates (int32 counters); use fewer steps or bigger batches.")
 
 
 class _StopOnSignal(contextlib.AbstractContextManager):
@@ -139,17 +175,20 @@ def train(agent: Agent, make_env: Callable[[int, int], Any], rc: RuntimeConfig,
     learn = make_learn_fn(agent, topo)
 
     lifetime = Lifetime()
-    params = ParamsSource(list(topo.actor_devices), lifetime)
+    params = ParamsSource(list(topo.actor_devices), lifetime, rc.stall_warning_s)
     loop = _LearnerLoop(rc, logger, lifetime, [], topo, resume)
     params.publish(agent.actor_params(state), loop.updates)
-    final = None
+    final = nonfinite = None
     with _StopOnSignal(lifetime) as signals:
         actors, loop.queues = _start_actors(agent, make_env, rc, topo, params, lifetime,
                                             actor_hook, loop.updates)
+        loop.actors = actors
         try:
             loop.run(state, learn, agent, params, on_update, checkpointer)
         except Stopped:
             pass
+        except NonFiniteError as e:  # re-raised below, once the last good state is saved
+            nonfinite = e
         finally:
             lifetime.stop()
             deadline = time.time() + rc.join_timeout_s
@@ -159,6 +198,9 @@ def train(agent: Agent, make_env: Callable[[int, int], Any], rc: RuntimeConfig,
             if checkpointer is not None:
                 # No intact state only if an update was cut short (second signal, learn error).
                 final = checkpointer.close(loop.progress() if loop.state is not None else None)
+    if nonfinite is not None:
+        raise NonFiniteError(f"{nonfinite} Checkpoint of the last good learner state: "
+                             f"{final or 'none (checkpoints off)'}.") from None
     lifetime.raise_if_failed()
     if signals.received == "SIGINT":
         raise KeyboardInterrupt("SIGINT" + (f" (checkpoint: {final})" if final else ""))
@@ -193,7 +235,8 @@ def _start_actors(agent, make_env, rc, topo: Topology, params, lifetime, hook,
                 make_env=lambda s: make_env(rc.num_envs, s), seed=seed,
                 unroll_length=rc.unroll_length, params=params, out_queue=q,
                 learner_sharding=topo.local_batch_sharded(), lifetime=lifetime,
-                synchronous=rc.synchronous, on_step=hook))
+                synchronous=rc.synchronous, on_step=hook,
+                max_env_restarts=rc.max_env_restarts if rc.restart_envs_on_error else 0))
             queues.append(q)
     for a in actors:
         a.start()
@@ -215,17 +258,39 @@ class _LearnerLoop:
             self.episodes.load_state_dict(resume.episodes)
         self.state: PyTree = None  # newest complete learner state; None while donated
         self.last_metrics: dict[str, float] = {}
+        self.actors: list = []  # for stall warnings: what each actor is doing
         self._warned_stall = False
+        self.nonfinite_streak = self.nonfinite_total = 0
 
     def progress(self) -> Progress:
         return Progress(self.state, self.env_steps, self.updates, self.episodes.state_dict())
 
     def _on_wait(self, waited: float) -> None:
+        """Warns once per stall with the queue depths and what every actor is doing."""
         if not self._warned_stall and waited > self.rc.stall_warning_s:
             self._warned_stall = True
             depths = [q.qsize() for q in self.queues]
+            doing = "; ".join(a.describe() for a in self.actors)
             print(f"WARNING: learner has waited {waited:.0f}s for a rollout "
-                  f"(queue depths per actor: {depths}); actors may be stalled.", flush=True)
+                  f"(stall_warning_s={self.rc.stall_warning_s:g}; queue depths per actor: "
+                  f"{depths}); actors may be stalled: {doing}.", flush=True)
+
+    def _check_finite(self, scalars: dict[str, float]) -> None:
+        """Counts skipped (non-finite) updates; raises after max_nonfinite_updates in a row."""
+        if scalars.get("nonfinite/skipped", 0.0) == 0.0:
+            self.nonfinite_streak = 0
+            return
+        self.nonfinite_streak += 1
+        self.nonfinite_total += 1
+        bad = sorted(k for k, v in scalars.items() if not np.isfinite(v)) or ["learner state"]
+        limit = self.rc.max_nonfinite_updates
+        print(f"WARNING: update {self.updates} at env step {self.env_steps:,d} was non-finite "
+              f"({', '.join(bad)}); skipped, learner state kept ({self.nonfinite_streak}/"
+              f"{limit} in a row, {self.nonfinite_total} in all).", flush=True)
+        if self.nonfinite_streak >= limit:
+            raise NonFiniteError(
+                f"{self.nonfinite_streak} non-finite updates in a row (max_nonfinite_updates="
+                f"{limit}; last: {', '.join(bad)}); stopped at env step {self.env_steps:,d}.")
 
     def _target_reached(self) -> bool:
         target = self.rc.stop_at_return
@@ -243,6 +308,9 @@ class _LearnerLoop:
             msgs: list[RolloutMessage] = [blocking_get(q, self.lifetime, self._on_wait)
                                           for q in self.queues]
             t1 = time.perf_counter()
+            if self._warned_stall:  # warn again on the next stall, not on every slow poll
+                print(f"learner: rollouts arrive again (waited {t1 - t0:.0f}s).", flush=True)
+                self._warned_stall = False
             self.state = None  # donated: a learn error or second signal leaves none to save
             state, metrics = learn(state, tuple(self.topo.to_global_batch(m.rollout)
                                                 for m in msgs))
@@ -260,9 +328,12 @@ class _LearnerLoop:
             scalars = {k: float(np.asarray(v)) for k, v in metrics.items()}
             scalars.update(self._runtime_scalars(msgs, lags, depth, t1 - t0, t2 - t1, start,
                                                  start_steps))
+            scalars["nonfinite/total"] = float(self.nonfinite_total
+                                               + scalars.get("nonfinite/skipped", 0.0))
             self.last_metrics = scalars
             self.logger.write(self.env_steps, scalars,
                               force_print=self.env_steps >= self.rc.total_env_steps)
+            self._check_finite(scalars)
             if checkpointer is not None:
                 checkpointer.after_update(self.progress())
             if on_update is not None:

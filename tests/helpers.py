@@ -36,4 +36,5 @@ def random_rollout(rng: np.random.Generator, T: int, B: int, obs_dim: int, num_a
         reward=jnp.asarray(rng.normal(size=(T, B)), jnp.float32),
         terminated=jnp.asarray(terminated), truncated=jnp.asarray(truncated),
         valid=jnp.asarray(valid),
-        extras={"logits": jnp.asarray(rng.normal(size=(T, B, num_actions)), jnp.float32)})
+        # The behaviour log-prob of a random policy, as agents/policy.make_actor_step keeps it.
+        extras={"logp": jnp.asarray(np.log(rng.uniform(0.05, 1.0, (T, B))), jnp.float32)})

@@ -1,15 +1,11 @@
-"""IMPALA's actor: sample from the policy, keep the behaviour logits for V-trace."""
+"""IMPALA's actor: sample from the policy, keep the behaviour log-prob for V-trace."""
 from __future__ import annotations
 
-import distrax
 import flax.linen as nn
-import jax
+
+from agents import policy
+from agents.impala.config import ImpalaConfig
 
 
-def make_actor_step(network: nn.Module):
-    def actor_step(params, obs, key: jax.Array):
-        logits, _ = network.apply(params, obs)
-        action = distrax.Categorical(logits=logits).sample(seed=key)
-        return action, {"logits": logits}
-
-    return actor_step
+def make_actor_step(network: nn.Module, cfg: ImpalaConfig):
+    return policy.make_actor_step(network, cfg)

@@ -27,6 +27,9 @@ class ImpalaConfig:
     rmsprop_eps: float = 0.01
     adam_eps: float = 1e-8
     max_grad_norm: float = 40.0    # global-norm clipping; 0 disables
+    obs_norm: bool = False         # normalise observations by running mean/std (learner stats)
+    obs_clip: float = 10.0         # clip normalised observations to [-c, c]; 0 disables
+    reward_scaling: bool = False   # divide rewards by the running std of the discounted return
 
     def __post_init__(self) -> None:
         if self.optimizer not in ("rmsprop", "adam"):
@@ -38,6 +41,7 @@ class ImpalaConfig:
         for name in ("clip_rho", "clip_pg_rho", "learning_rate"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name}={getattr(self, name)} must be positive.")
-        for name in ("baseline_cost", "entropy_cost", "reward_clip", "max_grad_norm"):
+        for name in ("baseline_cost", "entropy_cost", "reward_clip", "max_grad_norm",
+                     "obs_clip"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name}={getattr(self, name)} must be >= 0.")

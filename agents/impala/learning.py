@@ -3,15 +3,15 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-import distrax
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import optax
 
-from agents import parallel
+from agents import parallel, policy
 from agents.impala.config import ImpalaConfig
 from agents.impala.losses import vtrace_loss
+from agents.normalization import NormState
 from sebulba.agent import Rollout
 
 
@@ -19,6 +19,7 @@ class LearnerState(NamedTuple):
     params: dict
     opt_state: optax.OptState
     update: jax.Array  # number of updates applied so far
+    norm: NormState    # observation / reward statistics (placeholders when switched off)
 
 
 def make_optimizer(cfg: ImpalaConfig, num_updates: int):
@@ -34,32 +35,31 @@ def make_optimizer(cfg: ImpalaConfig, num_updates: int):
     return opt, lr
 
 
-def apply_time_major(network: nn.Module, params, obs):
-    """Runs the network on [T, B, ...] observations as one [T*B, ...] batch."""
-    lead = jax.tree.leaves(obs)[0].shape[:2]
-    flat = jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), obs)
-    outputs = network.apply(params, flat)
-    return jax.tree.map(lambda x: x.reshape(lead + x.shape[1:]), outputs)
+apply_time_major = policy.apply_time_major
 
 
 def make_learn_step(network: nn.Module, cfg: ImpalaConfig, optimizer, lr_schedule):
+    dist = network.dist
+
     def loss_fn(params, rollout: Rollout):
-        logits, values = apply_time_major(network, params, rollout.obs)
-        pi = distrax.Categorical(logits=logits[:-1])
-        mu = distrax.Categorical(logits=rollout.extras["logits"])
+        pi, values = apply_time_major(network, params, rollout.obs)
+        pi = policy.drop_last(pi)
         per_env = jax.vmap(vtrace_loss, in_axes=(1, 1, 1, 1, 1, 1, 1, 1, None))
-        losses, metrics = per_env(pi.log_prob(rollout.action), pi.entropy(), values,
-                                  mu.log_prob(rollout.action), rollout.reward,
+        # The behaviour log-prob comes from the actor: importance ratios for any action space.
+        losses, metrics = per_env(dist.log_prob(pi, rollout.action), dist.entropy(pi), values,
+                                  rollout.extras["logp"], rollout.reward,
                                   rollout.terminated, rollout.truncated, rollout.valid, cfg)
         return jnp.mean(losses), jax.tree.map(jnp.mean, metrics)
 
     def learn_step(state: LearnerState, rollout: Rollout, axis_name: str):
+        norm, rollout, norm_metrics = policy.preprocess(state.norm, rollout, cfg, axis_name)
         grads, metrics = parallel.mean_grad(loss_fn, state.params, rollout, axis_name=axis_name)
         updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
         params = optax.apply_updates(state.params, updates)
         metrics = parallel.mean_metrics(metrics, axis_name)
+        metrics.update(norm_metrics)
         metrics["optim/grad_norm"] = optax.tree.norm(grads)
-        metrics["optim/learning_rate"] = lr_schedule(state.update)
-        return LearnerState(params, opt_state, state.update + 1), metrics
+        metrics["optim/learning_rate"] = jnp.asarray(lr_schedule(state.update), jnp.float32)
+        return LearnerState(params, opt_state, state.update + 1, norm), metrics
 
     return learn_step

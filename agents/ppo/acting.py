@@ -1,16 +1,13 @@
-"""PPO's actor: sample from the policy; keep behaviour logits (mu, for the ratio and V-trace)
-and the value (the on-policy anchor, so the learner need not recompute it)."""
+"""PPO's actor: sample from the policy; keep the behaviour log-prob and distribution
+parameters (mu, for the ratio, V-trace and the KL terms) and the value (the on-policy anchor,
+so the learner need not recompute it)."""
 from __future__ import annotations
 
-import distrax
 import flax.linen as nn
-import jax
+
+from agents import policy
+from agents.ppo.config import PPOConfig
 
 
-def make_actor_step(network: nn.Module):
-    def actor_step(params, obs, key: jax.Array):
-        logits, value = network.apply(params, obs)
-        action = distrax.Categorical(logits=logits).sample(seed=key)
-        return action, {"logits": logits, "value": value}
-
-    return actor_step
+def make_actor_step(network: nn.Module, cfg: PPOConfig):
+    return policy.make_actor_step(network, cfg, keep_policy=True, keep_value=True)

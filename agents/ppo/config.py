@@ -18,6 +18,7 @@ import dataclasses
 
 CORRECTIONS = ("auto", "none", "vtrace")
 LOOPS = ("scan", "unroll")
+MINIBATCH_AXES = ("env", "sample")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,6 +34,10 @@ class PPOConfig:
     num_epochs: int = 4              # passes over each rollout batch
     num_minibatches: int = 4         # per epoch; splits each device's env columns
     shuffle: bool = True             # permute env columns before each epoch's split
+    minibatch_axis: str = "env"      # "env": minibatches of whole env columns (sequences kept,
+                                     # N devices == 1 device exactly); "sample": of single time
+                                     # steps, shuffled (feed-forward nets; PPO paper / cleanrl
+                                     # MuJoCo with 1 env)
     normalize_advantages: bool = True  # zero-mean unit-std advantages per minibatch
     reward_clip: float = 1.0         # clip rewards to [-c, c] in the loss; 0 disables
     correction: str = "auto"         # "none" (GAE), "vtrace" (importance-corrected), or "auto":
@@ -47,12 +52,18 @@ class PPOConfig:
                                      # "unroll" (Python loop; fast convs on XLA:CPU, see DESIGN.md)
     value_norm: bool = False         # learn values of normalised returns (running mean/std)
     value_norm_decay: float = 0.99   # per-update EMA decay of the return statistics
+    obs_norm: bool = False           # normalise observations by running mean/std (learner stats)
+    obs_clip: float = 10.0           # clip normalised observations to [-c, c]; 0 disables
+    reward_scaling: bool = False     # divide rewards by the running std of the discounted return
 
     def __post_init__(self) -> None:
         if self.correction not in CORRECTIONS:
             raise ValueError(f"correction={self.correction!r}; allowed: {CORRECTIONS}.")
         if self.loop not in LOOPS:
             raise ValueError(f"loop={self.loop!r}; allowed: {LOOPS}.")
+        if self.minibatch_axis not in MINIBATCH_AXES:
+            raise ValueError(f"minibatch_axis={self.minibatch_axis!r}; allowed: "
+                             f"{MINIBATCH_AXES}.")
         for name in ("discount", "gae_lambda", "value_norm_decay"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"{name}={getattr(self, name)} must be in [0, 1].")
@@ -64,7 +75,7 @@ class PPOConfig:
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name}={getattr(self, name)} must be positive.")
         for name in ("value_clip_eps", "value_cost", "entropy_cost", "kl_cost", "target_kl",
-                     "reward_clip", "max_grad_norm"):
+                     "reward_clip", "max_grad_norm", "obs_clip"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name}={getattr(self, name)} must be >= 0.")
 

@@ -1,16 +1,21 @@
 """PPO's learner step: anchor + targets once per update, then epochs of minibatch SGD.
 
 Runs on every learner device on its local env shard (inside the runtime's shard_map):
-1. Anchor. On-policy ("none"): pi_old is the actor's behaviour policy (its logits and values
-   travel in the rollout's extras); only V(bootstrap obs) is recomputed. Importance-corrected
-   ("vtrace"): one forward pass with the learner's current parameters gives pi_old and V, and
-   rho = pi_old / mu feeds V-trace for advantages and value targets.
+0. Observation normalisation / reward scaling (agents/policy.preprocess), when switched on.
+1. Anchor. On-policy ("none"): pi_old is the actor's behaviour policy (its distribution
+   parameters, log-prob and values travel in the rollout's extras); only V(bootstrap obs) is
+   recomputed. Importance-corrected ("vtrace"): one forward pass with the learner's current
+   parameters gives pi_old and V, and rho = pi_old(a) / mu(a) (mu(a): the actor's log-prob)
+   feeds V-trace for advantages and value targets. Any action space: the distribution is
+   `network.dist` (networks/distributions.py).
 2. Epochs. Each device splits its local env columns into minibatches (whole columns, so
    recurrent agents can reuse the split; column i goes to minibatch i mod M after an optional
    permutation, so N devices together see exactly the minibatches one device would see on the
    whole batch with shuffling off). Every SGD step averages gradients over the learner axis with
    agents/parallel.mean_grad; statistics that must agree across devices (advantage moments,
    value-normaliser moments, the KL for early stopping) are psum/pmean-ed.
+   With `minibatch_axis="sample"` the [T, B] steps are flattened first and minibatches are
+   made of single steps (shuffled), as the PPO paper and cleanrl do for MuJoCo with one env.
 The loop form is a config choice (`loop`): "scan" compiles one body (fine for MLPs and on
 GPU/TPU); "unroll" emits every step (XLA:CPU runs convolutions inside scan ~25x slower).
 """
@@ -18,13 +23,13 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-import distrax
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import optax
 
-from agents import parallel
+from agents import parallel, policy
+from agents.normalization import NormState
 from agents.ppo.config import PPOConfig
 from agents.ppo.losses import gae_targets, ppo_loss, vtrace_targets
 from sebulba.agent import Rollout
@@ -60,6 +65,7 @@ class LearnerState(NamedTuple):
     update: jax.Array      # number of updates applied so far
     key: jax.Array         # minibatch shuffling
     value_norm: ValueNorm  # unused (stays zero) unless cfg.value_norm
+    norm: NormState        # observation / reward statistics (placeholders when switched off)
 
 
 class Batch(NamedTuple):
@@ -67,7 +73,7 @@ class Batch(NamedTuple):
 
     obs: object
     action: jax.Array
-    old_logits: jax.Array
+    old_policy: object  # anchor distribution parameters (pytree, see networks/distributions)
     old_logp: jax.Array
     old_v: jax.Array   # anchor values (normalised space if value_norm)
     adv: jax.Array     # advantages before importance weighting
@@ -90,12 +96,7 @@ def make_optimizer(cfg: PPOConfig, num_updates: int):
     return opt, lr
 
 
-def apply_time_major(network: nn.Module, params, obs):
-    """Runs the network on [T, B, ...] observations as one [T*B, ...] batch."""
-    lead = jax.tree.leaves(obs)[0].shape[:2]
-    flat = jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), obs)
-    outputs = network.apply(params, flat)
-    return jax.tree.map(lambda x: x.reshape(lead + x.shape[1:]), outputs)
+apply_time_major = policy.apply_time_major
 
 
 def masked_moments(x: jax.Array, valid: jax.Array, axis_name: str):
@@ -111,9 +112,12 @@ def minibatch_columns(key: jax.Array, num_envs: int, cfg: PPOConfig) -> jax.Arra
     """[M, num_envs // M] column indices; minibatch i takes columns perm[i::M]."""
     m = cfg.num_minibatches
     if num_envs % m != 0:
+        what = ("environments" if cfg.minibatch_axis == "env" else
+                "samples (unroll_length x environments)")
         raise ValueError(
-            f"num_minibatches={m} must divide the environments each learner device holds "
-            f"({num_envs} = num_actor_devices * num_actor_threads * num_envs / num_learners).")
+            f"num_minibatches={m} must divide the {what} each learner device holds "
+            f"({num_envs}; environments = num_actor_devices * num_actor_threads * num_envs / "
+            f"num_learners).")
     perm = jax.random.permutation(key, num_envs) if cfg.shuffle else jnp.arange(num_envs)
     return perm.reshape(num_envs // m, m).T
 
@@ -123,24 +127,25 @@ def make_learn_step(network: nn.Module, cfg: PPOConfig, optimizer, lr_schedule):
         raise ValueError(f"correction={cfg.correction!r} must be resolved to 'none' or "
                          f"'vtrace' first (PPOConfig.resolve(synchronous)).")
 
+    dist = network.dist
+
     def prepare(state: LearnerState, rollout: Rollout, axis_name: str):
         """Anchor policy/values, targets, value-normaliser update: once per update."""
-        mu_logits = rollout.extras["logits"]
+        mu_logp = rollout.extras["logp"]
         if cfg.correction == "vtrace":
-            logits, raw_v = apply_time_major(network, state.params, rollout.obs)
-            old_logits = logits[:-1]
+            old_policy, raw_v = apply_time_major(network, state.params, rollout.obs)
+            old_policy = policy.drop_last(old_policy)
+            old_logp = dist.log_prob(old_policy, rollout.action)
         else:
-            old_logits = mu_logits
+            old_policy, old_logp = rollout.extras["policy"], mu_logp
             _, boot_v = network.apply(state.params, jax.tree.map(lambda x: x[-1], rollout.obs))
             raw_v = jnp.concatenate([rollout.extras["value"], boot_v[None]], axis=0)
-        old_logits, raw_v = jax.lax.stop_gradient((old_logits, raw_v))
+        old_policy, old_logp, raw_v = jax.lax.stop_gradient((old_policy, old_logp, raw_v))
         mean, std = state.value_norm.stats()
         values = raw_v * std + mean  # real scale (identity without value_norm)
-        old_logp = distrax.Categorical(logits=old_logits).log_prob(rollout.action)
         args = (rollout.reward, values, rollout.terminated, rollout.truncated)
         metrics = {}
         if cfg.correction == "vtrace":
-            mu_logp = distrax.Categorical(logits=mu_logits).log_prob(rollout.action)
             rho = jnp.exp(old_logp - mu_logp)
             adv, target, weight = jax.vmap(vtrace_targets, in_axes=(1, 1, 1, 1, 1, None),
                                            out_axes=1)(*args, rho, cfg)
@@ -163,19 +168,21 @@ def make_learn_step(network: nn.Module, cfg: PPOConfig, optimizer, lr_schedule):
                         "value/target_mean": masked_moments(target, rollout.valid,
                                                             axis_name)[0]})
         batch = Batch(obs=jax.tree.map(lambda x: x[:-1], rollout.obs), action=rollout.action,
-                      old_logits=old_logits, old_logp=old_logp,
+                      old_policy=old_policy, old_logp=old_logp,
                       old_v=(values[:-1] - mean) / std, adv=adv, weight=weight,
                       target=(target - mean) / std,
                       valid=rollout.valid)
         return batch, value_norm, metrics
 
     def loss_fn(params, mb: Batch):
-        logits, v = apply_time_major(network, params, mb.obs)
-        pi = distrax.Categorical(logits=logits)
-        kl = distrax.Categorical(logits=mb.old_logits).kl_divergence(pi)
+        if cfg.minibatch_axis == "sample":
+            # [1, n] steps -> one "trajectory" [n, 1]: ppo_loss then averages over all n.
+            mb = jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), mb)
+        pi, v = apply_time_major(network, params, mb.obs)
         per_env = jax.vmap(ppo_loss, in_axes=(1,) * 9 + (None,))
-        losses, metrics = per_env(pi.log_prob(mb.action), mb.old_logp, pi.entropy(), kl, v,
-                                  mb.old_v, mb.adv, mb.target, mb.valid, cfg)
+        losses, metrics = per_env(dist.log_prob(pi, mb.action), mb.old_logp, dist.entropy(pi),
+                                  dist.kl(mb.old_policy, pi), v, mb.old_v, mb.adv, mb.target,
+                                  mb.valid, cfg)
         # Mean over env columns of per-column means (as IMPALA): every device holds the same
         # number of columns, so the mean over devices is the one-device mean exactly.
         return jnp.mean(losses), jax.tree.map(jnp.mean, metrics)
@@ -249,10 +256,14 @@ def make_learn_step(network: nn.Module, cfg: PPOConfig, optimizer, lr_schedule):
         return carry, jax.tree.map(lambda *xs: jnp.stack(xs), *out)
 
     def learn_step(state: LearnerState, rollout: Rollout, axis_name: str):
+        norm, rollout, norm_metrics = policy.preprocess(state.norm, rollout, cfg, axis_name)
         batch, value_norm, prep_metrics = prepare(state, rollout, axis_name)
+        prep_metrics.update(norm_metrics)
+        if cfg.minibatch_axis == "sample":  # [T, B, ...] -> [1, T*B, ...]: steps as columns
+            batch = jax.tree.map(lambda x: x.reshape((1, -1) + x.shape[2:]), batch)
         key, sub = jax.random.split(state.key)
         keys = jax.random.split(sub, cfg.num_epochs)
-        lr = lr_schedule(state.update)
+        lr = jnp.asarray(lr_schedule(state.update), jnp.float32)  # constant schedules: a float
         carry = (state.params, state.opt_state, jnp.zeros((), bool))
         loop = epochs_scan if cfg.loop == "scan" else epochs_unrolled
         (params, opt_state, _), (metrics, ran) = loop(carry, batch, keys, lr, axis_name)
@@ -262,7 +273,7 @@ def make_learn_step(network: nn.Module, cfg: PPOConfig, optimizer, lr_schedule):
         metrics.update(prep_metrics)
         metrics["ppo/epochs_run"] = jnp.sum(ran) / cfg.num_minibatches
         metrics["optim/learning_rate"] = lr
-        new_state = LearnerState(params, opt_state, state.update + 1, key, value_norm)
+        new_state = LearnerState(params, opt_state, state.update + 1, key, value_norm, norm)
         return new_state, metrics
 
     return learn_step

@@ -19,8 +19,12 @@ def runtime_fields(config: ml_collections.ConfigDict) -> None:
     config.total_env_steps = 10_000_000  # agent steps in total (x4 frames on Atari)
     config.queue_size = 1              # rollouts buffered per actor thread
     config.synchronous = False         # True: actors wait for params of the latest update
-    config.stall_warning_s = 120.0     # warn if the learner waits this long for data
+    config.stall_warning_s = 120.0     # warn if the learner waits this long for data (or an
+                                       # actor for params); docs/robustness.md
     config.join_timeout_s = 10.0       # seconds to wait for threads on shutdown
+    config.max_nonfinite_updates = 10  # stop after N skipped non-finite updates in a row
+    config.restart_envs_on_error = False  # rebuild an actor's failing EnvPool instead of stopping
+    config.max_env_restarts = 3        # env pool rebuilds per actor thread before giving up
     # stop early once the 100-game mean return reaches this (None = off)
     config.stop_at_return = ml_collections.config_dict.placeholder(float)
     config.run_dir = ""                # "" = runs/<experiment>-<env>-s<seed>-<time>

@@ -4,7 +4,8 @@ Built exactly as the runtime builds it (sebulba/learner.make_learn_fn over a Top
 shuffling off: each device then splits its env columns as i mod M, so the N devices together
 form the same global minibatches as one device on all columns. This pins the gradient-averaging
 trap (an N-times update) and the cross-device statistics (advantage moments, value-normaliser
-moments, the KL early stop).
+moments, the KL early stop), for a categorical, a tanh-Gaussian and a mixed (Dict) action head,
+with observation normalisation and reward scaling (statistics psum-ed over devices).
 """
 import dataclasses
 
@@ -12,6 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from gymnasium import spaces
 
 import agents.ppo as ppo
 import networks
@@ -22,36 +24,51 @@ from sebulba.topology import make_topology
 T, B, OBS, ACTIONS = 6, 8, 4, 3
 
 
-def _network():
-    return networks.ActorCritic(torso=networks.MLP(hidden_sizes=(16,)), num_actions=ACTIONS)
+SPACES = {
+    "discrete": spaces.Discrete(ACTIONS),
+    "tanh": spaces.Box(-1.0, 2.0, (2,)),
+    "mixed": spaces.Dict({"steer": spaces.Box(-1.0, 1.0, (1,)), "gear": spaces.Discrete(3)}),
+}
 
 
-def _rollout(seed=0) -> Rollout:
+def _network(head="discrete"):
+    dist = networks.from_space(SPACES[head], bounds="tanh" if head == "tanh" else "clip")
+    return networks.ActorCritic(torso=networks.MLP(hidden_sizes=(16,)), action_dist=dist)
+
+
+def _rollout(seed=0, head="discrete") -> Rollout:
     rng = np.random.default_rng(seed)
-    net = _network()
-    obs = rng.normal(size=(T + 1, B, OBS)).astype(np.float32)
-    # Behaviour logits/values from other parameters, so importance weights differ from 1.
+    net = _network(head)
+    # Observations far from zero-mean / unit-std, so that normalisation matters.
+    obs = (3.0 + 5.0 * rng.normal(size=(T + 1, B, OBS))).astype(np.float32)
+    # Behaviour policy/values from other parameters, so importance weights differ from 1.
     behaviour = net.init(jax.random.key(123), obs[0])
-    logits, value = jax.vmap(lambda o: net.apply(behaviour, o))(obs[:-1])
-    logits = logits * 50.0  # make the behaviour policy clearly different
+    policy, value = jax.vmap(lambda o: net.apply(behaviour, o))(obs[:-1])
+    policy = jax.tree.map(lambda x: x * 50.0, policy)  # clearly different behaviour
+    keys = jax.random.split(jax.random.key(seed), T)
+    action = jax.vmap(net.dist.sample)(policy, keys)
+    logp = jax.vmap(net.dist.log_prob)(policy, action)
     terminated = rng.random((T, B)) < 0.1
     truncated = (rng.random((T, B)) < 0.1) & ~terminated
     done = terminated | truncated
     valid = np.ones((T, B), bool)
     valid[1:] = ~done[:-1]
-    return Rollout(obs=jnp.asarray(obs), action=jnp.asarray(rng.integers(0, ACTIONS, (T, B))),
+    return Rollout(obs=jnp.asarray(obs), action=action,
                    reward=jnp.asarray(rng.normal(size=(T, B)).astype(np.float32)),
                    terminated=jnp.asarray(terminated), truncated=jnp.asarray(truncated),
-                   valid=jnp.asarray(valid), extras={"logits": logits, "value": value})
+                   valid=jnp.asarray(valid),
+                   extras={"logp": logp, "policy": policy, "value": value})
 
 
-def _learn_once(cfg: ppo.PPOConfig, learner_ids, rollout: Rollout):
-    agent = ppo.make_agent(_network(), cfg, num_updates=10)
+def _learn_once(cfg: ppo.PPOConfig, learner_ids, rollout: Rollout, head="discrete",
+                updates=1):
+    agent = ppo.make_agent(_network(head), cfg, num_updates=10, batch_envs=B)
     topo = make_topology((0,), learner_ids, B)
     state = place_learner_state(agent.init(jax.random.key(0), rollout.obs[0]), topo)
     learn = make_learn_fn(agent, topo)
     sharded = jax.device_put(rollout, topo.batch_sharded())
-    state, metrics = learn(state, (sharded,))
+    for _ in range(updates):  # reward scaling and obs statistics carry over between updates
+        state, metrics = learn(state, (sharded,))
     return jax.device_get(state), jax.device_get(metrics)
 
 
@@ -62,17 +79,24 @@ CASES = {
     "vtrace_unroll": dataclasses.replace(BASE, correction="vtrace", loop="unroll"),
     "vtrace_valuenorm_kl": dataclasses.replace(BASE, correction="vtrace", value_norm=True,
                                                kl_cost=0.5, max_grad_norm=0.0),
+    "gae_obsnorm_rewscale": dataclasses.replace(BASE, obs_norm=True, reward_scaling=True,
+                                                kl_cost=0.5),
+    "vtrace_obsnorm_rewscale": dataclasses.replace(BASE, correction="vtrace", obs_norm=True,
+                                                   reward_scaling=True, reward_clip=0.0),
 }
 
 
-@pytest.mark.parametrize("case,learners", [
-    ("gae_scan", (0, 1)), ("gae_scan", (0, 1, 2, 3)), ("vtrace_unroll", (0, 1)),
-    ("vtrace_valuenorm_kl", (0, 1, 2, 3))])
-def test_sharded_learner_equals_single_device(case, learners):
-    cfg, rollout = CASES[case], _rollout()
-    single, m1 = _learn_once(cfg, (0,), rollout)
-    multi, mn = _learn_once(cfg, learners, rollout)
-    before = _network().init(jax.random.split(jax.random.key(0))[0], rollout.obs[0])
+@pytest.mark.parametrize("case,learners,head", [
+    ("gae_scan", (0, 1), "discrete"), ("gae_scan", (0, 1, 2, 3), "discrete"),
+    ("vtrace_unroll", (0, 1), "discrete"), ("vtrace_valuenorm_kl", (0, 1, 2, 3), "discrete"),
+    ("gae_obsnorm_rewscale", (0, 1, 2, 3), "tanh"),
+    ("vtrace_obsnorm_rewscale", (0, 1), "mixed")])
+def test_sharded_learner_equals_single_device(case, learners, head):
+    cfg, rollout = CASES[case], _rollout(head=head)
+    updates = 2 if cfg.obs_norm else 1
+    single, m1 = _learn_once(cfg, (0,), rollout, head, updates)
+    multi, mn = _learn_once(cfg, learners, rollout, head, updates)
+    before = _network(head).init(jax.random.split(jax.random.key(0))[0], rollout.obs[0])
     moved = jax.tree.leaves(jax.tree.map(lambda a, b: np.abs(a - b).max(), single.params,
                                          before))
     assert max(moved) > 1e-3, "the update must actually move the parameters"
@@ -80,6 +104,14 @@ def test_sharded_learner_equals_single_device(case, learners):
                  single.params, multi.params)
     jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-6),
                  single.value_norm, multi.value_norm)
+    # Normaliser statistics (and every env column's return accumulator) agree as well.
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6),
+                 single.norm, multi.norm)
+    if cfg.obs_norm:
+        obs = np.asarray(rollout.obs[:-1]).reshape(-1, OBS)
+        np.testing.assert_allclose(single.norm.obs.mean, obs.mean(0), rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(single.norm.obs.var, obs.var(0), rtol=1e-4)
+        assert "norm/return_std" in m1
     # Adam is invariant to a constant gradient scale, so the parameters alone would not catch
     # an N-times gradient; the logged norm of the averaged gradient does.
     for k in ("optim/grad_norm", "loss/total", "policy/approx_kl", "adv/mean", "adv/std"):

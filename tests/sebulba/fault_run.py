@@ -1,7 +1,8 @@
 """A small CartPole run for fault tests, started as a subprocess by test_shutdown.py.
 
-Usage: python -m tests.sebulba.fault_run MODE RUN_DIR, MODE in {actor_error, long}.
+Usage: python -m tests.sebulba.fault_run MODE RUN_DIR, MODE in {actor_error, long, stall}.
 `long` trains until signalled; like any run it checkpoints into RUN_DIR/checkpoints at the end.
+`stall`: one actor's env blocks forever at its 40th step; the learner warns after 3 s.
 """
 import os
 import sys
@@ -21,7 +22,7 @@ def main(mode: str, run_dir: str) -> None:
     config.num_actor_threads = 2
     config.learner_device_ids = (1, 2)
     config.total_env_steps = 10_000_000 if mode == "long" else 200_000
-    hook = None
+    hook = wrap_env = None
     if mode == "actor_error":
         calls = {"n": 0}
 
@@ -29,7 +30,13 @@ def main(mode: str, run_dir: str) -> None:
             calls["n"] += 1
             if actor_id == 1 and calls["n"] > 300:
                 raise RuntimeError("injected env failure")
-    experiment.run(config, impala_atari.make_agent, name="fault", actor_hook=hook)
+    if mode == "stall":
+        from tests.sebulba.faulty_env import faulty
+        config.stall_warning_s = 3.0
+        config.join_timeout_s = 2.0
+        wrap_env = faulty("block", 40, pools=1)
+    experiment.run(config, impala_atari.make_agent, name="fault", actor_hook=hook,
+                   wrap_env=wrap_env)
 
 
 if __name__ == "__main__":

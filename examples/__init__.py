@@ -1,0 +1,1 @@
+"""Worked examples of bringing your own environment, network and agent (docs/howto_*.md)."""

@@ -1,0 +1,59 @@
+"""Config for the driving example; variants `:ppo` (default) and `:impala`.
+
+    python examples/driving/train.py --config=examples/driving/config.py:ppo
+    python examples/driving/train.py --config=examples/driving/config.py:impala
+
+The env and torso are the example's own (registered by importing `examples.driving`);
+everything else is the library's. `env.options` and `network.torso_kwargs` are passed to the
+env maker and the torso, so they can be changed from the command line like any field
+(`--config.env.options.sensor_noise=0.1`, `--config.network.torso_kwargs.hidden=256`).
+"""
+import ml_collections
+
+from agents.impala.config import ImpalaConfig
+from agents.ppo.config import PPOConfig
+from experiments.configs.impala_atari import agent_fields, runtime_fields
+
+VARIANTS = ("ppo", "impala")
+
+
+def get_config(variant: str = "ppo") -> ml_collections.ConfigDict:
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown variant {variant!r}; allowed: {VARIANTS}.")
+    config = ml_collections.ConfigDict()
+    runtime_fields(config)
+    config.agent_name = variant        # a registered agent (agents.register_agent)
+    config.num_actor_threads = 1
+    config.num_envs = 32
+    config.unroll_length = 32
+    config.total_env_steps = 1_000_000
+    config.checkpoint_every_minutes = 0.0  # a final checkpoint only
+    config.env = ml_collections.ConfigDict(dict(
+        name="Driving-v0",             # registered by examples/driving/__init__.py
+        num_threads=0,                 # EnvPool-only fields, unused by this env
+        max_episode_steps=0,
+        options=dict(                  # DrivingEnv's constructor arguments
+            max_steps=200,             # time limit (truncation)
+            sensor_noise=0.02,         # std of the noise on the state vector
+            steer_noise=0.05,          # std of the actuator noise on steering
+        ),
+    ))
+    config.network = ml_collections.ConfigDict(dict(
+        torso="driving_net",           # registered by examples/driving/__init__.py
+        torso_kwargs=dict(conv_channels=(16, 32), state_hidden=64, hidden=128),
+        shared_torso=True,             # one torso for policy and value
+        continuous_bounds="clip",      # steer/throttle: clipped Gaussians in [-1, 1]
+        state_dependent_std=False,     # a learned log-std vector
+        init_log_std=-0.5,             # initial std 0.6: random steering crashes quickly
+    ))
+    if variant == "ppo":
+        config.synchronous = False     # asynchronous PPO; V-trace corrects the policy lag
+        config.agent = agent_fields(PPOConfig(
+            learning_rate=5e-4, num_epochs=4, num_minibatches=2, clip_eps=0.2,
+            entropy_cost=0.003, discount=0.99, gae_lambda=0.95, reward_clip=0.0,
+            max_grad_norm=0.5, loop="unroll"))
+    else:
+        config.agent = agent_fields(ImpalaConfig(
+            optimizer="adam", learning_rate=5e-4, entropy_cost=0.003, reward_clip=0.0,
+            max_grad_norm=40.0, discount=0.99))
+    return config

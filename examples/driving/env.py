@@ -1,0 +1,161 @@
+"""A small driving task written for the example: NumPy, batched over envs, no simulator needed.
+
+A car drives up a straight three-lane road with parked cars in it. Every step it sees
+- `grid`: an ego-centred occupancy grid uint8 [16, 16, 1] (a top-down "LiDAR image": 255 for a
+  parked car, 128 off the road), 0.5 lane widths per column, 1 length unit per row, from 2
+  units behind to 14 ahead;
+- `state`: float32 [6], noisy sensors: speed, sin and cos of the heading, lateral position,
+  offset from the lane centre, and the fraction of the time limit used;
+and acts with a mixed action (gymnasium Dict):
+- `steer`, `throttle`: Box(-1, 1, (1,)) each (steering is applied with actuator noise);
+- `signal`: Discrete(3), the turn signal (0 off, 1 left, 2 right).
+
+Rewards are shaped and delayed: 0.2 per unit of forward progress each step; +1 for every
+10 units driven, paid only when the checkpoint is passed; -1 for a lane change whose turn
+signal was wrong when the car left its lane, paid when it reaches the new lane's centre; a
+small steering penalty; -5 for hitting a car or leaving the road, which terminates the
+episode. Episodes are truncated after `max_steps` (200) steps.
+
+The batch follows the runtime's env API (sebulba/envs.py) natively, including EnvPool's
+one-step-late autoreset, so the runtime needs no adapter for it.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+
+from sebulba.envs import TimeStep
+
+LANES = 3            # road spans x in [0, LANES); lane i is centred at i + 0.5
+GRID = 16            # occupancy grid cells per side
+CELL_X, CELL_Y = 0.5, 1.0
+NUM_CARS = 4         # parked cars per env, respawned ahead once passed
+V_MIN, V_MAX = 0.1, 0.5  # units per step; the car cannot stop (standing still never crashes)
+CHECKPOINT = 10.0    # units between delayed checkpoint bonuses
+GAP_MIN, GAP_MAX = 6.0, 12.0  # distance between consecutive parked cars
+PROGRESS = 0.2       # reward per unit of forward progress
+CRASH = -5.0
+
+
+class DrivingEnv:
+    """`num_envs` independent roads; env i draws its randomness from seed + i."""
+
+    def __init__(self, num_envs: int, seed: int, max_steps: int = 200,
+                 sensor_noise: float = 0.02, steer_noise: float = 0.05) -> None:
+        self.num_envs, self.max_steps = num_envs, max_steps
+        self.sensor_noise, self.steer_noise = sensor_noise, steer_noise
+        # One generator for the whole batch, seeded from the batch's seed sequence.
+        self._rng = np.random.default_rng([seed + i for i in range(num_envs)])
+        self.observation_space = spaces.Dict({
+            "grid": spaces.Box(0, 255, (GRID, GRID, 1), np.uint8),
+            "state": spaces.Box(-np.inf, np.inf, (6,), np.float32)})
+        self.action_space = spaces.Dict({
+            "steer": spaces.Box(-1.0, 1.0, (1,), np.float32),
+            "throttle": spaces.Box(-1.0, 1.0, (1,), np.float32),
+            "signal": spaces.Discrete(3)})
+        n = num_envs
+        self._x, self._y = np.zeros(n), np.zeros(n)
+        self._heading, self._speed = np.zeros(n), np.zeros(n)
+        self._t = np.zeros(n, np.int64)
+        self._cars = np.zeros((n, NUM_CARS, 2))  # (lane centre x, y) of each parked car
+        self._needs_reset = np.zeros(n, bool)
+        self._lane = np.zeros(n)         # the lane the car last settled in
+        self._exit_signal = np.zeros(n, np.int64)  # turn signal when it last left that lane
+        # Cell centres relative to the car: columns lateral, rows forward (row 0 = farthest).
+        self._cell_x = (np.arange(GRID) - GRID / 2 + 0.5) * CELL_X
+        self._cell_y = (GRID - 1 - np.arange(GRID)) * CELL_Y - 2.0 + 0.5
+
+    def _start(self, idx: np.ndarray) -> None:
+        self._x[idx], self._y[idx] = 1.5, 0.0
+        self._heading[idx], self._speed[idx], self._t[idx] = 0.0, 0.2, 0
+        self._lane[idx], self._exit_signal[idx] = 1.0, 0
+        gaps = self._rng.uniform(GAP_MIN, GAP_MAX, (idx.size, NUM_CARS))
+        ahead = 6.0 + np.cumsum(gaps, axis=1)
+        self._cars[idx, :, 1] = ahead
+        self._cars[idx, :, 0] = self._rng.integers(0, LANES, (idx.size, NUM_CARS)) + 0.5
+
+    def _respawn_passed(self) -> None:
+        passed = self._cars[:, :, 1] < self._y[:, None] - 3.0
+        if passed.any():
+            far = self._cars[:, :, 1].max(axis=1, keepdims=True)
+            gaps = np.cumsum(self._rng.uniform(GAP_MIN, GAP_MAX, passed.shape), axis=1)
+            self._cars[:, :, 1] = np.where(passed, far + gaps, self._cars[:, :, 1])
+            lanes = self._rng.integers(0, LANES, passed.shape) + 0.5
+            self._cars[:, :, 0] = np.where(passed, lanes, self._cars[:, :, 0])
+
+    def _obs(self) -> dict[str, np.ndarray]:
+        n = self.num_envs
+        cx = self._x[:, None] + self._cell_x[None, :]                  # [B, G] world x per column
+        cy = self._y[:, None] + self._cell_y[None, :]                  # [B, G] world y per row
+        dx = np.abs(cx[:, None, :, None] - self._cars[:, None, None, :, 0])   # [B, 1, G, K]
+        dy = np.abs(cy[:, :, None, None] - self._cars[:, None, None, :, 1])   # [B, G, 1, K]
+        car = ((dx < 0.5) & (dy < 0.7)).any(axis=-1)                   # [B, G, G]
+        off_road = ((cx < 0.0) | (cx > LANES))[:, None, :]             # [B, 1, G]
+        grid = np.where(car, 255, np.where(off_road, 128, 0)).astype(np.uint8)
+        lane_offset = self._x - (np.clip(np.floor(self._x), 0, LANES - 1) + 0.5)
+        state = np.stack([self._speed / V_MAX, np.sin(self._heading), np.cos(self._heading),
+                          self._x / LANES - 0.5, lane_offset, self._t / self.max_steps], -1)
+        state += self._rng.normal(0.0, self.sensor_noise, state.shape)
+        return {"grid": grid[..., None], "state": state.astype(np.float32).reshape(n, 6)}
+
+    def reset(self) -> dict[str, np.ndarray]:
+        self._needs_reset[:] = False
+        self._start(np.arange(self.num_envs))
+        return self._obs()
+
+    def step(self, action: dict[str, Any]) -> TimeStep:
+        n = self.num_envs
+        steer = np.clip(np.asarray(action["steer"], np.float64).reshape(n), -1.0, 1.0)
+        throttle = np.clip(np.asarray(action["throttle"], np.float64).reshape(n), -1.0, 1.0)
+        signal = np.asarray(action["signal"]).reshape(n)
+        steer = steer + self._rng.normal(0.0, self.steer_noise, n)
+        lane_before = np.floor(self._x)
+        y_before = self._y.copy()
+        self._heading = np.clip(self._heading + 0.15 * steer, -np.pi / 3, np.pi / 3)
+        self._speed = np.clip(self._speed + 0.05 * throttle, V_MIN, V_MAX)
+        self._x = self._x + self._speed * np.sin(self._heading)
+        self._y = self._y + self._speed * np.cos(self._heading)
+        self._t += 1
+
+        reward = PROGRESS * (self._y - y_before) - 0.01 * steer ** 2
+        # Delayed bonus: +1 when a checkpoint (every CHECKPOINT units) is passed.
+        reward += np.floor(self._y / CHECKPOINT) - np.floor(y_before / CHECKPOINT)
+        # Turn signals, a delayed penalty: the signal is read when the car leaves its lane
+        # and judged when it settles near the centre of another one (so weaving across a
+        # lane line neither pays nor costs).
+        lane_after = np.floor(self._x)
+        leaving = (lane_before == self._lane) & (lane_after != self._lane)
+        self._exit_signal = np.where(leaving, signal, self._exit_signal)
+        settled = (lane_after != self._lane) & (np.abs(self._x - lane_after - 0.5) < 0.25)
+        wanted = np.where(lane_after < self._lane, 1, 2)  # left = towards x = 0
+        reward -= np.where(settled & (self._exit_signal != wanted), 1.0, 0.0)
+        self._lane = np.where(settled, lane_after, self._lane)
+        dx = np.abs(self._x[:, None] - self._cars[:, :, 0])
+        dy = np.abs(self._y[:, None] - self._cars[:, :, 1])
+        crashed = ((dx < 0.6) & (dy < 0.8)).any(axis=1) | (self._x < 0) | (self._x > LANES)
+        reward = np.where(crashed, CRASH, reward)
+        terminated = crashed
+        truncated = (self._t >= self.max_steps) & ~terminated
+
+        # EnvPool's autoreset: envs whose episode ended on the previous step restart now,
+        # ignore their action and report reward 0 with terminated = truncated = False.
+        resetting = self._needs_reset
+        if resetting.any():
+            self._start(np.flatnonzero(resetting))
+            reward[resetting] = 0.0
+            terminated, truncated = terminated & ~resetting, truncated & ~resetting
+        self._respawn_passed()
+        self._needs_reset = terminated | truncated
+        return TimeStep(self._obs(), reward.astype(np.float32), terminated, truncated,
+                        terminated | truncated)
+
+    def close(self) -> None:
+        pass
+
+
+def make_driving_env(num_envs: int, seed: int, env_config: Any = None) -> DrivingEnv:
+    """The registered maker: `env.options` of the config become DrivingEnv's settings."""
+    options = dict(getattr(env_config, "options", None) or {})
+    return DrivingEnv(num_envs, seed, **options)

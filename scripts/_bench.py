@@ -1,0 +1,285 @@
+"""The four throughput measurements of scripts/benchmark.py, for IMPALA and PPO.
+
+Each `bench_<measure>(opts, config, algo)` returns (steps per second, detail text). `config` is
+the experiment ConfigDict (see `make_config`); `opts` carries seconds, warmup_steps,
+skip_updates and seed. Measurement definitions are in scripts/benchmark.py's docstring.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import threading
+import time
+
+import numpy as np
+
+ALGOS = ("impala", "ppo", "ppo_sync")  # ppo: asynchronous with V-trace; ppo_sync: on-policy
+
+
+def make_config(env: str, algo: str, torso: str, num_envs: int, actor_threads: int,
+                actor_ids: tuple, learner_ids: tuple, unroll_length: int, seed: int):
+    """The experiment config (Atari or classic file of `algo`) with the benchmark's layout.
+
+    `num_envs` is the total over actor devices x threads; `torso` "auto" = nature_cnn on
+    Atari, mlp otherwise; `unroll_length` 0 keeps the config's T.
+    """
+    import jax
+    from experiments.configs import impala_atari, impala_classic, ppo_atari, ppo_classic
+    from sebulba import envs
+    envs.check_env_id(env)
+    atari = envs.is_atari(env)
+    files = {"impala": (impala_atari, impala_classic), "ppo": (ppo_atari, ppo_classic)}
+    config = files[algo.removesuffix("_sync")][0 if atari else 1].get_config()
+    config.env.name = env
+    config.network.torso = torso if torso != "auto" else ("nature_cnn" if atari else "mlp")
+    config.seed = seed
+    config.actor_device_ids = tuple(actor_ids)
+    config.learner_device_ids = tuple(learner_ids)
+    config.num_actor_threads = actor_threads
+    config.num_envs = num_envs // (len(actor_ids) * actor_threads)
+    if unroll_length > 0:
+        config.unroll_length = unroll_length
+    if algo.startswith("ppo"):
+        config.synchronous = algo == "ppo_sync"
+        if jax.default_backend() == "cpu" and config.network.torso != "mlp":
+            # XLA:CPU runs convolutions inside lax.scan ~10-25x slower (docs/ppo.md): a CPU
+            # run would pass --config.agent.loop=unroll, so the benchmark does too.
+            config.agent.loop = "unroll"
+    return config
+
+
+def _network(config, action_space):
+    from sebulba import experiment
+    return experiment.make_network(config, action_space)
+
+
+def make_agent(config, algo: str, action_space, num_updates: int = 1):
+    """The agent `experiments/<algo>_atari.py` would train with this config."""
+    return _builder(config, algo)(_network(config, action_space), config.agent, num_updates)
+
+
+def run_threads(n: int, body, seconds: float) -> float:
+    """Runs body(i, barrier, box) in n threads; returns total env steps / timed seconds.
+
+    Each body warms up, waits on the barrier, then steps until `box[0]` (the deadline, set when
+    the barrier releases) and returns the env steps it took after the barrier.
+    """
+    counts = [0] * n
+    errors: list[BaseException] = []
+    box = [0.0]
+    # The barrier's action runs once, when every thread has warmed up: the clock starts there.
+    barrier = threading.Barrier(
+        n + 1, action=lambda: box.__setitem__(0, time.perf_counter() + seconds))
+
+    def target(i):
+        try:
+            counts[i] = body(i, barrier, box)
+        except BaseException as e:  # noqa: BLE001 - re-raised below
+            errors.append(e)
+            barrier.abort()
+
+    threads = [threading.Thread(target=target, args=(i,), daemon=True) for i in range(n)]
+    for t in threads:
+        t.start()
+    try:
+        barrier.wait()
+    except threading.BrokenBarrierError:
+        pass
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    return sum(counts) / (time.perf_counter() - (box[0] - seconds))
+
+
+def _pools(opts, config):
+    from sebulba import envs, experiment
+    ec, rc = experiment.env_config(config), experiment.runtime_config(config)
+    n = len(rc.actor_device_ids) * rc.num_actor_threads
+    return [envs.make_env(ec, rc.num_envs, opts.seed + 100_003 * (i + 1)) for i in range(n)]
+
+
+def bench_env_only(opts, config, algo: str) -> tuple[float, str]:
+    del algo  # random actions: no agent
+    pools = _pools(opts, config)
+    n_actions = int(pools[0].action_space.n)
+
+    def body(i, barrier, box):
+        env, rng = pools[i], np.random.default_rng(i)
+        bank = rng.integers(0, n_actions, size=(64, env.num_envs), dtype=np.int32)
+        env.reset()
+        for t in range(opts.warmup_steps):
+            env.step(bank[t % 64])
+        barrier.wait()
+        steps = 0
+        while time.perf_counter() < box[0]:
+            env.step(bank[steps % 64])
+            steps += 1
+        return steps * env.num_envs
+
+    try:
+        sps = run_threads(len(pools), body, opts.seconds)
+    finally:
+        for env in pools:
+            env.close()
+    return sps, f"{len(pools)} pools x {config.num_envs} envs, random actions"
+
+
+def bench_env_infer(opts, config, algo: str) -> tuple[float, str]:
+    import jax
+    devices = [jax.local_devices()[i] for i in config.actor_device_ids]
+    layout = [d for d in devices for _ in range(config.num_actor_threads)]
+    pools = _pools(opts, config)
+    agent = make_agent(config, algo, pools[0].action_space)
+    first_obs = [env.reset() for env in pools]
+    state = agent.init(jax.random.key(opts.seed), first_obs[0][:1])
+    params = {d: jax.device_put(agent.actor_params(state), d) for d in devices}
+
+    @jax.jit
+    def policy(params, obs, key):  # as sebulba.actor.ActorThread._policy_step
+        key, sub = jax.random.split(key)
+        action, extras = agent.actor_step(params, obs, sub)
+        return action, extras, key
+
+    for d in devices:  # compile before timing (one executable per device)
+        jax.block_until_ready(policy(params[d], jax.device_put(first_obs[0], d),
+                                     jax.device_put(jax.random.key(0), d)))
+
+    def body(i, barrier, box):
+        env, device = pools[i], layout[i]
+        p = params[device]
+        key = jax.device_put(jax.random.key(opts.seed + i), device)
+        obs = first_obs[i]
+        for _ in range(opts.warmup_steps):
+            action, _, key = policy(p, jax.device_put(obs, device), key)
+            obs = env.step(np.asarray(action)).obs
+        barrier.wait()
+        steps = 0
+        while time.perf_counter() < box[0]:  # the actor's hot loop, nothing else
+            action, _, key = policy(p, jax.device_put(obs, device), key)
+            obs = env.step(np.asarray(action)).obs
+            steps += 1
+        return steps * env.num_envs
+
+    try:
+        sps = run_threads(len(layout), body, opts.seconds)
+    finally:
+        for env in pools:
+            env.close()
+    return sps, f"{len(layout)} threads x {config.num_envs} envs, jitted policy on {devices[0]}"
+
+
+def _random_rollout(agent, params, obs0, T: int, b: int, num_actions: int, rng):
+    """One actor thread's rollout: real observations, random actions/rewards, and extras of
+    the shapes the agent's actor_step returns (IMPALA: logits; PPO: logits and value)."""
+    import jax
+    from sebulba.agent import Rollout
+    obs_b = np.broadcast_to(obs0[:1], (b,) + obs0.shape[1:])
+    _, extras = jax.eval_shape(agent.actor_step, params, obs_b, jax.random.key(0))
+    extras = jax.tree.map(lambda s: (rng.standard_normal((T,) + s.shape).astype(s.dtype)
+                                     if np.issubdtype(s.dtype, np.floating)
+                                     else np.zeros((T,) + s.shape, s.dtype)), extras)
+    return Rollout(
+        obs=np.broadcast_to(obs_b, (T + 1,) + obs_b.shape).copy(),
+        action=rng.integers(0, num_actions, (T, b)).astype(np.int32),
+        reward=rng.standard_normal((T, b)).astype(np.float32),
+        terminated=rng.random((T, b)) < 0.01, truncated=np.zeros((T, b), bool),
+        valid=np.ones((T, b), bool), extras=extras)
+
+
+def bench_learner(opts, config, algo: str) -> tuple[float, str]:
+    import jax
+    from sebulba import envs, experiment
+    from sebulba.learner import make_learn_fn, place_learner_state
+    from sebulba.topology import make_topology
+    ec, rc = experiment.env_config(config), experiment.runtime_config(config)
+    probe = envs.make_env(ec, rc.num_envs, opts.seed)
+    obs0, action_space = probe.reset(), probe.action_space
+    probe.close()
+    agent = make_agent(config, algo, action_space, num_updates=1000)
+    topo = make_topology(rc.actor_device_ids, rc.learner_device_ids, rc.num_envs)
+    init = agent.init(jax.random.key(opts.seed), obs0[:1])
+    T, b, n_threads = rc.unroll_length, rc.num_envs, rc.batch_envs // rc.num_envs
+    rng = np.random.default_rng(opts.seed)
+    batch = tuple(jax.device_put(_random_rollout(agent, agent.actor_params(init), obs0, T, b,
+                                                 int(action_space.n), rng),
+                                 topo.batch_sharded()) for _ in range(n_threads))
+    state = place_learner_state(init, topo)
+    learn = make_learn_fn(agent, topo)
+    t0 = time.perf_counter()
+    state, metrics = learn(state, batch)
+    jax.device_get(metrics)
+    compile_s = time.perf_counter() - t0
+    state, metrics = learn(state, batch)  # one more untimed step (allocations settle)
+    jax.device_get(metrics)
+    steps, start = 0, time.perf_counter()
+    while steps < 3 or time.perf_counter() - start < opts.seconds:
+        state, metrics = learn(state, batch)
+        jax.device_get(metrics)  # the runtime waits for each update the same way
+        steps += 1
+    step_s = (time.perf_counter() - start) / steps
+    devs = ",".join(str(d) for d in topo.learner_devices)
+    return (T * rc.batch_envs / step_s,
+            f"{step_s * 1e3:.1f} ms/step on {T}x{rc.batch_envs} ({steps} steps, "
+            f"compile {compile_s:.0f}s) on {devs}")
+
+
+def bench_end_to_end(opts, config, algo: str) -> tuple[float, str]:
+    """The real runtime, as experiments/<algo>_atari.py's run() does, stopped after a while."""
+    from sebulba import experiment
+    from sebulba.pipeline import Stopped
+    rc = experiment.runtime_config(config)
+    k = max(1, opts.skip_updates)
+    run_dir = tempfile.mkdtemp(prefix="sebulba-bench-")
+    config.run_dir = run_dir
+    config.console_every_s = 1e9  # quiet: the table is the output
+    config.checkpoint_keep = 0    # no checkpoint writes inside the timed window
+    # A cap never reached (the time bound stops the run); it also sets the LR decay horizon.
+    config.total_env_steps = rc.steps_per_update * 1_000_000
+    mark: list[float] = []
+
+    def on_update(update, env_steps, state):
+        if update == k:
+            mark.append(time.perf_counter())
+        # At least 3 timed updates, so a slow (CPU) learner still gives a usable rate.
+        if mark and update >= k + 3 and time.perf_counter() - mark[0] >= opts.seconds:
+            raise Stopped()  # runner.train treats this as a clean stop
+
+    try:
+        result = experiment.run(config, _builder(config, algo),
+                                name=algo.removesuffix("_sync"), on_update=on_update)
+        with open(os.path.join(run_dir, "metrics.jsonl")) as f:
+            lines = [json.loads(line) for line in f if line.strip()]
+    finally:
+        shutil.rmtree(run_dir, ignore_errors=True)
+    if len(lines) <= k:
+        raise RuntimeError(f"end_to_end: only {len(lines)} updates logged; need more than "
+                           f"--skip_updates={k}. Raise --seconds.")
+    a, z = lines[k - 1], lines[-1]
+    sps = (z["step"] - a["step"]) / (z["time"] - a["time"])
+    return sps, (f"updates {k + 1}..{len(lines)} of {rc.steps_per_update} steps "
+                 f"(sps incl. compile: {result.last_metrics.get('sps', 0):.0f}, "
+                 f"lag {result.last_metrics.get('policy_lag/mean', 0):.1f})")
+
+
+def _builder(config, algo: str):
+    """experiment.run's make_agent(network, agent_config, num_updates) for `algo`, built as
+    experiments/<algo>_atari.py's run() builds it."""
+    from sebulba import experiment
+    batch_envs = experiment.runtime_config(config).batch_envs  # for agent.reward_scaling
+    if algo == "impala":
+        from experiments import impala_atari
+        return lambda network, agent_config, num_updates: impala_atari.make_agent(
+            network, agent_config, num_updates, batch_envs=batch_envs)
+    import agents.ppo as ppo
+    from experiments import ppo_atari
+    ppo_atari.check_minibatches(config)
+    cfg = ppo_atari.agent_config(config)  # as ppo_atari.run: "auto" correction resolved
+    return lambda network, _, num_updates: ppo.make_agent(network, cfg, num_updates,
+                                                          batch_envs=batch_envs)
+
+
+BENCHES = {"env_only": bench_env_only, "env_infer": bench_env_infer,
+           "learner": bench_learner, "end_to_end": bench_end_to_end}

@@ -1,0 +1,163 @@
+"""Reading finished and running run directories, for scripts/sweep.py and scripts/plot.py.
+
+A run directory (sebulba/experiment.py) holds config.json, metrics.jsonl, TensorBoard event
+files and, once training ended, summary.json. A sweep adds sweep_run.json (its setting and seed)
+and train.log. Nothing here imports JAX, so the table and the plots are quick to make.
+"""
+from __future__ import annotations
+
+import glob
+import json
+import math
+import os
+from typing import Any, Iterable
+
+import numpy as np
+
+SWEEP_RUN_FILE = "sweep_run.json"  # written by sweep.py into each run dir it launches
+# Config fields that differ between runs without making them different settings.
+NOT_A_SETTING = ("seed", "run_dir", "resume", "console_every_s", "distributed.",
+                 "checkpoint_", "stall_warning_s", "join_timeout_s")
+
+
+def read_json(path: str) -> Any | None:
+    """The parsed file, or None when it is missing or half-written (a run still going)."""
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+
+
+def is_run_dir(path: str) -> bool:
+    return (os.path.exists(os.path.join(path, "metrics.jsonl"))
+            or bool(glob.glob(os.path.join(path, "events.out.tfevents.*"))))
+
+
+def find_runs(paths: Iterable[str]) -> list[str]:
+    """Run dirs among `paths` and below them (sorted, each once)."""
+    found: set[str] = set()
+    for path in paths:
+        if not os.path.isdir(path):
+            raise FileNotFoundError(f"{path}: not a directory")
+        for root, dirs, _ in os.walk(path):
+            dirs[:] = [d for d in dirs if d != "checkpoints"]  # orbax trees are large
+            if is_run_dir(root):
+                found.add(os.path.normpath(root))
+    return sorted(found)
+
+
+def flatten(d: dict, prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(flatten(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def labels(run_dirs: list[str]) -> dict[str, str]:
+    """A setting label per run: the sweep's, else the config fields that differ between runs.
+
+    Runs whose configs differ only in NOT_A_SETTING fields (seed, run dir ...) share a label,
+    so their curves are one setting with a seed spread. Runs without config.json keep their
+    directory name.
+    """
+    out: dict[str, str] = {}
+    configs: dict[str, dict] = {}
+    for run in run_dirs:
+        meta = read_json(os.path.join(run, SWEEP_RUN_FILE))
+        config = read_json(os.path.join(run, "config.json"))
+        if meta is not None:
+            out[run] = meta["label"]
+        elif config is not None:
+            configs[run] = {k: v for k, v in flatten(config).items()
+                            if not k.startswith(NOT_A_SETTING)}
+        else:
+            out[run] = os.path.basename(run)
+    keys = sorted({k for c in configs.values() for k in c})
+    varying = [k for k in keys if len({json.dumps(c.get(k)) for c in configs.values()}) > 1]
+    for run, c in configs.items():
+        out[run] = " ".join(f"{k}={c.get(k)}" for k in varying) or "all runs"
+    return out
+
+
+def load_curve(run_dir: str, metric: str) -> dict[str, np.ndarray] | None:
+    """{"step", "time" (s since the run started), "value"} of `metric`, or None if absent.
+
+    metrics.jsonl first, TensorBoard event files when it is missing (e.g. runs from elsewhere).
+    The start time is the TensorBoard writer's creation (in the event file name), which is
+    before compilation, so the wall-clock axis includes it; else the first logged update.
+    """
+    steps, times, values = [], [], []
+    jsonl = os.path.join(run_dir, "metrics.jsonl")
+    if os.path.exists(jsonl):
+        with open(jsonl) as f:
+            for line in f:
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError:  # the last line of a run still being written
+                    continue
+                if metric in row:
+                    steps.append(row["step"])
+                    times.append(row["time"])
+                    values.append(row[metric])
+    else:
+        steps, times, values = _load_tensorboard(run_dir, metric)
+    if not steps:
+        return None
+    start = min([times[0]] + _event_file_stamps(run_dir))
+    return {"step": np.asarray(steps, float), "time": np.asarray(times, float) - start,
+            "value": np.asarray(values, float)}
+
+
+def _event_file_stamps(run_dir: str) -> list[float]:
+    stamps = []
+    for path in glob.glob(os.path.join(run_dir, "events.out.tfevents.*")):
+        try:  # events.out.tfevents.<unix seconds>.<host>
+            stamps.append(float(os.path.basename(path).split(".")[3]))
+        except (IndexError, ValueError):
+            pass
+    return stamps
+
+
+def _load_tensorboard(run_dir: str, metric: str) -> tuple[list, list, list]:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    acc = EventAccumulator(run_dir, size_guidance={"scalars": 0})  # 0 = keep every point
+    acc.Reload()
+    if metric not in acc.Tags().get("scalars", []):
+        return [], [], []
+    events = acc.Scalars(metric)
+    return ([e.step for e in events], [e.wall_time for e in events],
+            [e.value for e in events])
+
+
+# Seed statistics. With the handful of seeds a sweep affords, a percentile bootstrap of the
+# mean is too narrow (it cannot see beyond the few values drawn), so the interval is Student's
+# t, which is honest about small n (and very wide for n = 2).
+def t_interval(values: list[float], confidence: float = 0.95) -> tuple[float, float] | None:
+    """Two-sided t confidence interval of the mean over seeds; None for fewer than 2."""
+    from scipy import stats
+    n = len(values)
+    if n < 2:
+        return None
+    mean, sem = float(np.mean(values)), float(np.std(values, ddof=1)) / math.sqrt(n)
+    half = float(stats.t.ppf(0.5 + confidence / 2, n - 1)) * sem
+    return mean - half, mean + half
+
+
+MIN_SEEDS_FOR_IQM = 4
+
+
+def iqm(values: list[float]) -> float | None:
+    """Interquartile mean (Agarwal et al. 2021): the mean of the middle 50% of seeds.
+
+    It is what rliable's `metrics.aggregate_iqm` computes (scipy's trim_mean cutting 25% at
+    each end), without adding rliable as a dependency for one line. Below 4 seeds nothing is
+    trimmed, so it would only repeat the mean: None.
+    """
+    from scipy import stats
+    if len(values) < MIN_SEEDS_FOR_IQM:
+        return None
+    return float(stats.trim_mean(values, 0.25))

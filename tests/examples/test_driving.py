@@ -1,0 +1,97 @@
+"""The driving example: env semantics (multi-tensor obs, mixed actions, the reset step, the
+delayed turn-signal penalty) and smoke runs of its two documented commands."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+import examples.driving  # noqa: F401  registers Driving-v0 and driving_net
+from examples.driving import config as driving_config
+from examples.driving.env import CRASH, DrivingEnv
+from experiments import train
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _act(n, steer=0.0, throttle=0.0, signal=0):
+    return {"steer": np.full((n, 1), steer, np.float32),
+            "throttle": np.full((n, 1), throttle, np.float32),
+            "signal": np.full(n, signal, np.int32)}
+
+
+def test_observations_match_the_spaces_and_time_limit_truncates():
+    env = DrivingEnv(3, seed=0, max_steps=4, steer_noise=0.0)
+    obs = env.reset()
+    assert obs["grid"].shape == (3, 16, 16, 1) and obs["grid"].dtype == np.uint8
+    assert obs["state"].shape == (3, 6) and obs["state"].dtype == np.float32
+    assert env.observation_space.contains({k: v[0] for k, v in obs.items()})
+    assert (obs["grid"] == 128).any()  # the road edges are in view
+    steps = [env.step(_act(3)) for _ in range(5)]
+    assert not any(ts.truncated.any() or ts.terminated.any() for ts in steps[:3])
+    assert steps[3].truncated.all() and steps[3].episode_over.all()
+    assert (steps[4].reward == 0).all() and not steps[4].truncated.any()  # the reset step
+
+
+def test_crash_terminates_then_reset_step():
+    env = DrivingEnv(2, seed=0, steer_noise=0.0)
+    env.reset()
+    # Hard left at full speed leaves the road (x < 0) within a few steps.
+    for t in range(40):
+        ts = env.step(_act(2, steer=-1.0, throttle=1.0, signal=1))
+        if ts.terminated.all():
+            break
+    assert ts.terminated.all() and (ts.reward == CRASH).all()
+    reset = env.step(_act(2, steer=-1.0, throttle=1.0))
+    assert (reset.reward == 0).all() and not reset.terminated.any()
+    assert np.allclose(reset.obs["state"][:, 3], 0.0, atol=0.1)  # back in the middle lane
+
+
+def _change_lane(signal: int) -> float:
+    """Drives from the middle lane to the left one with `signal`; the return of the move."""
+    env = DrivingEnv(1, seed=0, steer_noise=0.0, sensor_noise=0.0)
+    env.reset()
+    env._cars[:, :, 1] += 1000.0  # no parked cars in the way
+    total = 0.0
+    for _ in range(60):  # steer towards the left lane's centre (x = 0.5) and settle there
+        heading = np.clip(1.0 * (0.5 - env._x[0]), -0.5, 0.5)
+        steer = np.clip((heading - env._heading[0]) / 0.15, -1.0, 1.0)
+        total += float(env.step(_act(1, steer=steer, signal=signal)).reward[0])
+    assert env._lane[0] == 0.0 and abs(env._x[0] - 0.5) < 0.1, env._x
+    return total
+
+
+def test_unsignalled_lane_change_costs_one_later():
+    assert np.isclose(_change_lane(signal=0) - _change_lane(signal=1), -1.0, atol=1e-4)
+
+
+def _smoke(config, tmp_path):
+    config.run_dir = str(tmp_path / "run")
+    config.num_envs = 8
+    config.unroll_length = 8
+    config.total_env_steps = 128
+    config.console_every_s = 1e9
+    config.checkpoint_keep = 0
+    config.network.torso_kwargs.conv_channels = (4,)
+    config.network.torso_kwargs.hidden = 16
+    return config
+
+
+def test_ppo_command_smoke(tmp_path):
+    config = _smoke(driving_config.get_config("ppo"), tmp_path)
+    config.agent.num_epochs = 1
+    result = train.run(config)
+    assert result.updates == 2 and np.isfinite(result.last_metrics["loss/total"])
+
+
+def test_impala_command_line_smoke(tmp_path):
+    """The documented command, as a subprocess (argument parsing, registration by import)."""
+    cmd = [sys.executable, "examples/driving/train.py",
+           "--config=examples/driving/config.py:impala", f"--config.run_dir={tmp_path}/run",
+           "--config.num_envs=8", "--config.unroll_length=8", "--config.total_env_steps=128",
+           "--config.checkpoint_keep=0", "--config.network.torso_kwargs.conv_channels=(4,)",
+           "--config.network.torso_kwargs.hidden=16", "--config.env.options.max_steps=20"]
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    out = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert os.path.exists(tmp_path / "run" / "summary.json")

@@ -1,0 +1,170 @@
+"""Faults during a run: broken envs, non-finite updates, stalls. Each test asserts the message
+(which actor, env and step; which metric) and that the run ends within a bounded time.
+
+Bad configs are in test_validation.py; SIGTERM/Ctrl-C in test_shutdown.py.
+"""
+import dataclasses
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from experiments import impala_atari
+from sebulba import experiment
+from sebulba.env_guard import EnvFault
+from sebulba.learner import NonFiniteError
+from sebulba.pipeline import Lifetime, ParamsSource, Stopped
+from tests.helpers import classic_config
+from tests.sebulba.faulty_env import faulty
+from tests.sebulba.test_checkpoint import restore_run
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _small(tmp_path, **overrides):
+    """One actor thread of 4 CartPole envs, 8 steps per rollout, learner on device 0."""
+    base = dict(num_actor_threads=1, num_envs=4, unroll_length=8, total_env_steps=32 * 30,
+                join_timeout_s=5.0)
+    return classic_config(tmp_path, **{**base, **overrides})
+
+
+def _run(config, **kwargs):
+    return experiment.run(config, impala_atari.make_agent, name="impala", **kwargs)
+
+
+ENV_FAULTS = [  # (fault, at step, env index, message regex)
+    ("raise", 5, 0, r"actor-0: env\.step\(\) raised at step 5 of its pool: "
+                    r"RuntimeError\('injected env failure'\)"),
+    ("nan_obs", 7, 2, r"actor-0: non-finite observation from env\(s\) \[2\] of its pool of 4 "
+                      r"at step 7"),
+    ("wrong_shape", 3, 0, r"actor-0: observation has shape \(4, 5\) .* at step 3; reset "
+                          r"returned \(4, 4\)"),
+]
+
+
+@pytest.mark.parametrize("fault, at_step, env_index, match", ENV_FAULTS,
+                         ids=[f[0] for f in ENV_FAULTS])
+def test_env_fault_stops_run_naming_env_and_step(tmp_path, fault, at_step, env_index,
+                                                 match):
+    start = time.time()
+    with pytest.raises(RuntimeError, match=r"thread 'actor-0' failed") as info:
+        _run(_small(tmp_path), wrap_env=faulty(fault, at_step, env_index))
+    assert time.time() - start < 60
+    cause = info.value.__cause__
+    assert isinstance(cause, EnvFault) and re.search(match, str(cause)), cause
+
+
+def test_env_restart_recovers_then_gives_up(tmp_path, capsys):
+    # One faulty pool, one restart allowed: the rebuilt pool trains to the end.
+    config = _small(tmp_path, restart_envs_on_error=True, max_env_restarts=1)
+    result = _run(config, wrap_env=faulty("raise", 5, pools=1))
+    assert result.env_steps >= config.total_env_steps
+    assert "Rebuilding actor-0's envs (restart 1/1)" in capsys.readouterr().out
+    # Every pool faulty: gives up after the allowed restarts, naming the cap.
+    config = _small(tmp_path / "again", restart_envs_on_error=True, max_env_restarts=1)
+    with pytest.raises(RuntimeError, match=r"Gave up after 1 env restart\(s\) "
+                                           r"\(max_env_restarts=1\)"):
+        _run(config, wrap_env=faulty("nan_obs", 5))
+
+
+def _nan_after(update: int):
+    """make_agent whose loss metric turns NaN once the learner has made `update` updates."""
+    def make_agent(network, agent_config, num_updates):
+        agent = impala_atari.make_agent(network, agent_config, num_updates)
+
+        def learn_step(state, rollout, axis_name):
+            new_state, metrics = agent.learn_step(state, rollout, axis_name)
+            nan = jnp.where(state.update >= update, jnp.nan, 0.0)
+            return new_state, {**metrics, "loss/total": metrics["loss/total"] + nan}
+        return dataclasses.replace(agent, learn_step=learn_step)
+    return make_agent
+
+
+def test_nonfinite_updates_are_skipped_then_stop_with_last_good_checkpoint(tmp_path, capsys):
+    config = _small(tmp_path, max_nonfinite_updates=3, total_env_steps=32 * 1000)
+    start = time.time()
+    with pytest.raises(NonFiniteError, match=r"3 non-finite updates in a row "
+                                             r"\(max_nonfinite_updates=3; last: loss/total\)"
+                                             r".*Checkpoint of the last good learner state: "
+                                             r"\S+/checkpoints/6"):
+        experiment.run(config, _nan_after(3), name="impala")
+    assert time.time() - start < 60
+    out = capsys.readouterr().out
+    assert out.count("was non-finite (loss/total); skipped, learner state kept") == 3
+    assert "(3/3 in a row, 3 in all)" in out
+    lines = [json.loads(l) for l in open(tmp_path / "run" / "metrics.jsonl")]
+    assert [l["nonfinite/skipped"] for l in lines] == [0, 0, 0, 1, 1, 1]
+    # The checkpoint holds the state after the 3 good updates, finite.
+    saved = restore_run(str(tmp_path / "run"))
+    assert int(saved.learner_state.update) == 3
+    assert all(np.isfinite(x).all() for x in jax.tree.leaves(saved.learner_state.params))
+
+
+def test_single_nonfinite_update_is_skipped_and_training_goes_on(tmp_path, capsys):
+    config = _small(tmp_path, total_env_steps=32 * 20)
+    result = _run(config, wrap_env=faulty("huge_reward", 20, pools=1))  # in the 3rd rollout
+    assert result.env_steps == 32 * 20
+    assert result.last_metrics["nonfinite/total"] == 1.0
+    assert int(result.learner_state.update) == 19  # one of 20 updates skipped
+    assert all(np.isfinite(x).all() for x in jax.tree.leaves(result.learner_state.params))
+    assert "was non-finite" in capsys.readouterr().out
+
+
+def test_actor_waiting_for_params_warns_once_and_stops_promptly(capsys):
+    lifetime = Lifetime()
+    source = ParamsSource([jax.devices()[0]], lifetime, stall_warning_s=0.3)
+    source.publish({"w": jnp.ones(2)}, 0)
+    errors = []
+
+    def actor():
+        try:
+            source.get(jax.devices()[0], min_version=1)  # the learner never publishes it
+        except Stopped as e:
+            errors.append(e)
+    thread = threading.Thread(target=actor, name="actor-7")
+    thread.start()
+    time.sleep(1.0)
+    lifetime.stop()
+    thread.join(2.0)
+    assert not thread.is_alive() and len(errors) == 1
+    out = capsys.readouterr().out
+    assert out.count("WARNING: actor-7 has waited") == 1
+    assert "parameters version >= 1 (newest: 0; stall_warning_s=0.3)" in out
+
+
+def test_stalled_env_warns_with_queue_state_and_ctrl_c_still_stops(tmp_path):
+    proc = subprocess.Popen([sys.executable, "-m", "tests.sebulba.fault_run", "stall",
+                             str(tmp_path / "run")], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    lines, deadline = [], time.time() + 120
+    try:
+        for line in proc.stdout:  # a loaded machine may warn during start-up (compiles) too
+            lines.append(line)
+            if "WARNING: learner has waited" in line and "(pool step 40)" in line:
+                break
+            assert time.time() < deadline, "".join(lines)
+    except BaseException:
+        proc.kill()  # never leave the stalled run behind
+        raise
+    warning = lines[-1]
+    assert "stall_warning_s=3; queue depths per actor: [" in warning, warning
+    assert re.search(r"actor-\d in env\.step \(pool step 40\) for \d+s", warning), warning
+    sent = time.time()
+    proc.send_signal(signal.SIGINT)
+    try:
+        out, _ = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        pytest.fail("stalled run did not stop within 30 s of SIGINT:\n" + "".join(lines))
+    assert time.time() - sent < 30
+    assert proc.returncode != 0 and "KeyboardInterrupt" in out, out
+    assert "checkpoint: " in out, out
