@@ -73,6 +73,10 @@ def summarize(rows: list[dict], warmup_s: float) -> dict[str, float]:
             "env_steps": rows[-1]["env_steps"]}
 
 
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--minutes", type=float, default=20.0)
@@ -101,7 +105,9 @@ def main(argv: list[str] | None = None) -> int:
     child = psutil.Process(proc.pid)
     rows: list[dict] = []
     start = time.time()
-    ok = False
+    ok = interrupted = False
+    # SIGTERM (like Ctrl-C) ends the soak early but still stops the run and summarises.
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         with open(args.csv, "w", newline="") as f:
             writer = csv.DictWriter(f, ["time_s", "rss_mb", "num_threads", "num_fds",
@@ -121,6 +127,10 @@ def main(argv: list[str] | None = None) -> int:
                 f.flush()
                 time.sleep(args.interval)
         ok = bool(rows)
+    except KeyboardInterrupt:
+        interrupted = True
+        print(f"interrupted after {(time.time() - start) / 60:.1f} min; summarising the "
+              f"samples so far.", flush=True)
     finally:
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)  # graceful: final checkpoint, exit 0
@@ -131,9 +141,11 @@ def main(argv: list[str] | None = None) -> int:
         log.close()
         if not args.run_dir and ok:  # keep train.log when the run failed
             shutil.rmtree(run_dir, ignore_errors=True)
+    if not rows:
+        return 1
     s = summarize(rows, 60 * args.warmup_minutes)
-    print(f"samples: {len(rows)} over {args.minutes:g} min ({s['env_steps']:,d} env steps); "
-          f"csv: {args.csv}")
+    print(f"samples: {len(rows)} over {rows[-1]['time_s'] / 60:.1f} min ({s['env_steps']:,d} "
+          f"env steps); csv: {args.csv}")
     print(f"RSS start {s['rss_start_mb']:.0f} MB, after {args.warmup_minutes:g} min warm-up "
           f"{s['rss_warm_mb']:.0f} MB, end {s['rss_end_mb']:.0f} MB, peak "
           f"{s['rss_peak_mb']:.0f} MB")
@@ -143,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.max_growth_mb is not None and s["growth_mb"] > args.max_growth_mb:
         print(f"FAIL: growth {s['growth_mb']:.1f} MB > --max_growth_mb {args.max_growth_mb}")
         return 1
-    return 0
+    return 130 if interrupted else 0
 
 
 if __name__ == "__main__":
