@@ -40,8 +40,9 @@ class GymnasiumVectorEnv:
         from gymnasium.vector import AutoresetMode
         mode = env.metadata.get("autoreset_mode", AutoresetMode.NEXT_STEP)
         if AutoresetMode(mode) is not AutoresetMode.NEXT_STEP:
-            # SAME_STEP hides the final obs in `info` and DISABLED needs masked resets; neither
-            # gives the reset step the runtime's losses mask out, so refuse rather than guess.
+            # SAME_STEP returns the first obs of the next episode on the ending step (the final
+            # one hides in `info`) and DISABLED never resets: neither has the reset step the
+            # actor and the losses rely on, so refuse rather than guess.
             raise ValueError(
                 f"{type(env).__name__} uses autoreset_mode={AutoresetMode(mode).name}; the "
                 f"runtime needs NEXT_STEP (the final obs on the ending step, then a reset step). "

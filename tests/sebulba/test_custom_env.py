@@ -16,7 +16,7 @@ class Beacon(gym.Env):
     """Reward 1 for the action that matches the beacon, 0 otherwise; episodes of 5 steps.
 
     Observation: {"beacon": one-hot float64 [2] (cast to float32 by the adapter),
-    "frame": uint8 [3, 3] noise}; a tiny multi-tensor observation.
+    "frame": uint8 [3, 3] of 0/1 noise}; a tiny multi-tensor observation.
     """
 
     observation_space = gym.spaces.Dict({
@@ -30,7 +30,7 @@ class Beacon(gym.Env):
     def _obs(self):
         self.target = int(self.np_random.integers(2))
         return {"beacon": np.eye(2)[self.target],
-                "frame": self.np_random.integers(0, 256, (3, 3), dtype=np.uint8)}
+                "frame": self.np_random.integers(0, 2, (3, 3), dtype=np.uint8)}
 
     def reset(self, *, seed=None, options=None):
         super().reset(seed=seed)
