@@ -12,12 +12,15 @@ that matters is the growth after warm-up: RSS at the end minus RSS at the end of
 a least-squares slope in MB per hour over the post-warm-up samples. A subprocess keeps this
 script's own memory out of the figure.
 
+`--malloc_arena_max N` runs the training with glibc's MALLOC_ARENA_MAX=N, which keeps the
+short-lived checkpoint threads from growing new malloc arenas (see docs/robustness.md).
+
 Writes a CSV (time_s, rss_mb, num_threads, num_fds, env_steps) and prints a summary; exits 1
 when `--max_growth_mb` is given and exceeded. See docs/robustness.md for measured figures.
 
 Usage:
     python scripts/memory_soak.py [--minutes 20] [--warmup_minutes 3] [--interval 5]
-        [--checkpoint_every_minutes 2] [--csv memory_soak.csv]
+        [--checkpoint_every_minutes 2] [--malloc_arena_max N] [--csv memory_soak.csv]
         [--config experiments/configs/impala_classic.py] [--run_dir DIR]
         [--max_growth_mb MB] [-- --config.num_envs=32 ...]
 
@@ -83,6 +86,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup_minutes", type=float, default=3.0)
     parser.add_argument("--interval", type=float, default=5.0, help="seconds between samples")
     parser.add_argument("--checkpoint_every_minutes", type=float, default=2.0)
+    parser.add_argument("--malloc_arena_max", type=int, default=0,
+                        help="set MALLOC_ARENA_MAX for the run (glibc; 0 = leave as is)")
     parser.add_argument("--csv", default="memory_soak.csv")
     parser.add_argument("--config", default=os.path.join("experiments", "configs",
                                                          "impala_classic.py"))
@@ -101,7 +106,10 @@ def main(argv: list[str] | None = None) -> int:
            *extra]
     print("running:", " ".join(cmd), flush=True)
     log = open(os.path.join(run_dir, "train.log"), "w")
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    env = dict(os.environ)
+    if args.malloc_arena_max > 0:
+        env["MALLOC_ARENA_MAX"] = str(args.malloc_arena_max)
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env)
     child = psutil.Process(proc.pid)
     rows: list[dict] = []
     start = time.time()

@@ -11,9 +11,7 @@ the next update; orbax then writes it in the background while training goes on.
 """
 from __future__ import annotations
 
-import ctypes
 import dataclasses
-import functools
 import logging
 import os
 import time
@@ -97,27 +95,6 @@ def describe(learner_state: PyTree) -> dict[str, list]:
     return out
 
 
-@functools.lru_cache(maxsize=1)
-def _libc():
-    try:
-        return ctypes.CDLL("libc.so.6")
-    except OSError:  # not glibc (macOS, musl): nothing to trim
-        return None
-
-
-def release_free_heap() -> None:
-    """Hands freed heap memory back to the OS (glibc `malloc_trim`; a no-op elsewhere).
-
-    Why: orbax writes each checkpoint from short-lived threads, and glibc keeps the freed
-    memory of their malloc arenas, so RSS crept up by about 1 MB per save in the memory soak
-    (scripts/memory_soak.py, docs/robustness.md). Trimming before each save keeps it flat; it
-    takes milliseconds, once per checkpoint.
-    """
-    libc = _libc()
-    if libc is not None and hasattr(libc, "malloc_trim"):
-        libc.malloc_trim(0)
-
-
 class Checkpointer:
     """Saves every `every_updates` updates and/or `every_minutes`, keeping the newest `keep`.
 
@@ -157,7 +134,6 @@ class Checkpointer:
         """Writes a checkpoint for `progress.updates` (in the background); returns its path."""
         if self.last_saved is not None and progress.updates <= self.last_saved:
             return self.path(progress.updates)  # e.g. a final save right after a periodic one
-        release_free_heap()  # what the previous save's threads left behind
         # Keys become raw uint32 data (key arrays are not plain arrays); restore re-wraps them.
         host = jax.tree.map(_to_host, progress.learner_state)
         key_impls = {p: str(jax.random.key_impl(x)) for p, x in _flatten(

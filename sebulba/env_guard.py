@@ -95,13 +95,14 @@ class CheckedEnv:
                 raise EnvFault(f"{self.name}: {label} has shape {x.shape} and dtype {x.dtype} "
                                f"at {where}; reset returned {shape} {dtype}.")
             # Cheap: integer frames (Atari uint8) cannot be NaN, so only float leaves.
-            if x.dtype.kind in "fc" and not np.isfinite(x).all():
+            if x.dtype.kind == "f" and not np.isfinite(x).all():
                 self._fail_nonfinite(label, x, where)
 
     def _fail_nonfinite(self, label: str, x: np.ndarray, where: str) -> None:
         rows = _bad_rows(x)
         raise EnvFault(f"{self.name}: non-finite {label} from env(s) {rows.tolist()} of its "
-                       f"pool of {self.num_envs} at {where} (e.g. {x[rows[0]].ravel()[:4]}).")
+                       f"pool of {self.num_envs} at {where} (values of env {rows[0]}: "
+                       f"{[round(float(v), 4) for v in x[rows[0]].ravel()[:4]]}).")
 
     def close(self) -> None:
         self.env.close()

@@ -80,6 +80,7 @@ def _smoke(config, tmp_path):
 def test_ppo_command_smoke(tmp_path):
     config = _smoke(driving_config.get_config("ppo"), tmp_path)
     config.agent.num_epochs = 1
+    config.agent.num_minibatches = 1  # one unrolled SGD step: a short compile
     result = train.run(config)
     assert result.updates == 2 and np.isfinite(result.last_metrics["loss/total"])
 

@@ -161,9 +161,12 @@ def test_registered_maker_errors_name_what_is_wrong():
         with pytest.raises(ValueError, match=r"already registered"):
             registry.register_env("t-nostep", lambda n, s, c: None)
         # Unknown ids list close matches among registered envs as well as EnvPool ids.
-        with pytest.raises(ValueError, match=r"Close matches: t-nostep.*Registered envs: "
-                                             r"t-count, t-nostep, t-single"):
+        # Other test modules may register envs too: check ours are listed, not the whole list.
+        with pytest.raises(ValueError, match=r"Close matches: t-nostep.*Registered envs: ") as e:
             envs.check_env_id("t-nostepp")
+        listed = str(e.value).split("Registered envs: ", 1)[1]
+        for name in makers:
+            assert name in listed, listed
     finally:
         for name in makers:
             registry.unregister_env(name)
