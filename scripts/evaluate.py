@@ -3,9 +3,13 @@
     python scripts/evaluate.py runs/impala-Breakout-v5-s0-20250101-120000 --episodes 100
     python scripts/evaluate.py runs/.../checkpoints/4880 --policy sample --noop_max 1
 
-The agent's network is rebuilt from the config saved in the checkpoint
-(`sebulba.experiment.make_network`) and acts with the learner state's `params`: greedy (argmax of
-the logits, default) or sampled. Games are whole: no episodic life, no reward clipping (the
+The agent is rebuilt from the config saved in the checkpoint (`sebulba.experiment.make_network`
+and the registered agent, as experiments/train.py builds it), the whole learner state is restored
+into it, and the policy acts as the actors would, with the agent's `actor_params` (parameters and,
+when the run normalised observations, the observation statistics): greedy (the mode of the
+action distribution: argmax for discrete parts, the mean - squashed or clipped to the bounds -
+for continuous ones; default) or sampled by the agent's own `actor_step`. Runs on environments,
+torsos or agents that a user module registers need `--import <module or file.py>`. Games are whole: no episodic life, no reward clipping (the
 runtime never clips; agents clip in their loss), and the training config's sticky actions and
 EnvPool time limit. Each of the `--num_envs` parallel envs plays a fixed share of the episodes,
 so short games are not over-represented. Prints mean/median/std/min/max and writes JSON (default
@@ -15,19 +19,21 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib
+import importlib.util
 import json
 import os
 import sys
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
+from agents import normalization, policy as policy_lib  # noqa: E402
 from sebulba import checkpoint, envs, experiment  # noqa: E402
 
 # Training env seeds stay below 2**30 plus small per-actor/host offsets (runner.actor_seed);
@@ -57,29 +63,76 @@ def eval_env_config(config, noop_max: int | None = None,
     return envs.EnvConfig(**values)
 
 
-def load_policy(path: str, greedy: bool = True) -> Policy:
-    """Rebuilds the network from the checkpoint's config and loads its `params`.
+def import_modules(names: Sequence[str]) -> None:
+    """Imports the user modules (dotted names or .py files) that register a run's env, torso or
+    agent, so that its saved config can be rebuilt."""
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # user modules live beside where the command runs
+    for name in names:
+        try:
+            if name.endswith(".py"):
+                spec = importlib.util.spec_from_file_location(
+                    os.path.splitext(os.path.basename(name))[0], name)
+                if spec is None or not os.path.isfile(name):
+                    raise ImportError(f"no such file: {os.path.abspath(name)}")
+                spec.loader.exec_module(importlib.util.module_from_spec(spec))
+            else:
+                importlib.import_module(name)
+        except ImportError as e:
+            raise ValueError(f"--import {name!r} failed: {e}. Give a module importable from "
+                             f"the current directory (e.g. examples.driving.env) or a .py "
+                             f"file.") from e
 
-    Raises ValueError naming the differences if the params do not fit that network.
+
+def load_agent_state(ckpt: str, config, obs, action_space):
+    """(network, agent, learner state): the run's agent rebuilt from its config, with the
+    checkpoint's state restored into it (a ValueError names what does not fit)."""
+    from experiments import train  # registers IMPALA and PPO; user agents via --import
+    network = experiment.make_network(config, action_space)
+    agent = train.agent_spec(config).build(network, config, 1)
+    template = jax.eval_shape(agent.init, jax.random.key(0), obs)
+    state = checkpoint.restore(ckpt, template).learner_state
+    return network, agent, state
+
+
+def _greedy_step(network, ap, obs_clip: float):
+    """The actors' forward pass with the distribution's mode instead of a sample."""
+    if not isinstance(ap, policy_lib.ActorParams):
+        raise ValueError(f"--policy greedy needs the agent's actor_params to be "
+                         f"agents.policy.ActorParams (got {type(ap).__name__}); use "
+                         f"--policy sample, which runs the agent's own actor_step.")
+
+    def step(obs, key):
+        del key
+        if ap.obs_norm is not None:
+            obs = normalization.normalize_obs(ap.obs_norm, obs, obs_clip)
+        pi, _ = network.apply(ap.params, obs)
+        return network.dist.mode(pi)
+    return step
+
+
+def load_policy(path: str, greedy: bool = True, imports: Sequence[str] = ()) -> Policy:
+    """Rebuilds the run's agent from the checkpoint's config and restores its learner state.
+
+    Raises ValueError naming the differences if the state does not fit that agent.
     """
+    import_modules(imports)
     ckpt = checkpoint.resolve(path)
-    params, meta = checkpoint.load_params(ckpt)
+    meta = checkpoint.load_metadata(ckpt)
     config = checkpoint.config_from_metadata(meta)
     probe = envs.make_env(eval_env_config(config), 1, EVAL_SEED)
     obs = probe.reset()
-    network = experiment.make_network(config, probe.action_space)
+    action_space = probe.action_space
     probe.close()
-    expected = checkpoint.describe(jax.eval_shape(network.init, jax.random.key(0), obs))
-    checkpoint.check_compatible(checkpoint.describe(params), expected,
-                                what="the network its config builds")
-    params = jax.device_put(params)
-
-    @jax.jit
-    def act(obs, key):
-        logits, _ = network.apply(params, obs)
-        return jnp.argmax(logits, -1) if greedy else jax.random.categorical(key, logits)
-
-    return Policy(ckpt, meta, config, lambda obs, key: np.asarray(act(obs, key)))
+    network, agent, state = load_agent_state(ckpt, config, obs, action_space)
+    ap = jax.device_put(agent.actor_params(state))
+    if greedy:
+        step = _greedy_step(network, ap, float(config.agent.get("obs_clip", 10.0)))
+    else:
+        def step(obs, key):
+            return agent.actor_step(ap, obs, key)[0]
+    act = jax.jit(step)
+    return Policy(ckpt, meta, config, lambda obs, key: jax.device_get(act(obs, key)))
 
 
 def play(policy: Policy, env_cfg: envs.EnvConfig, episodes: int, num_envs: int, seed: int
@@ -125,13 +178,19 @@ def default_output(ckpt: str, meta: dict, name: str, ext: str) -> str:
     return os.path.join(run_dir, name, f"update{meta.get('updates', 0)}{ext}")
 
 
+def add_import_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
+                   help="a module (dotted name, or a .py file) to import first: one that "
+                        "registers the run's env, torso or agent; repeatable")
+
+
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("path", help="checkpoint dir, checkpoints dir or run dir (newest checkpoint)")
     p.add_argument("--episodes", type=int, default=100, help="games to play (default 100)")
     p.add_argument("--policy", choices=("greedy", "sample"), default="greedy",
-                   help="argmax of the logits (default) or sample from them")
+                   help="the mode of the action distribution (default) or a sample")
     p.add_argument("--noop_max", type=int, default=None,
                    help="Atari random no-ops at reset; default: the run's (1 = none)")
     p.add_argument("--max_episode_steps", type=int, default=None,
@@ -140,6 +199,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=EVAL_SEED,
                    help=f"env/sampling seed (default {EVAL_SEED}, disjoint from training)")
     p.add_argument("--output", default="", help="JSON path; default <run_dir>/eval/...")
+    add_import_flag(p)
     args = p.parse_args(argv)
     if args.episodes < 1 or args.num_envs < 1:
         p.error(f"--episodes={args.episodes} and --num_envs={args.num_envs} must be >= 1")
@@ -150,7 +210,7 @@ def main(argv=None) -> dict:
     """Runs the evaluation; returns (and writes) the JSON report."""
     args = parse_args(argv)
     start = time.time()
-    policy = load_policy(args.path, greedy=args.policy == "greedy")
+    policy = load_policy(args.path, greedy=args.policy == "greedy", imports=args.imports)
     env_cfg = eval_env_config(policy.config, args.noop_max, args.max_episode_steps)
     returns, lengths = play(policy, env_cfg, args.episodes, args.num_envs, args.seed)
     meta = policy.meta

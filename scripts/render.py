@@ -141,6 +141,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--fps", type=float, default=30.0, help="frames per second (default 30)")
     p.add_argument("--noop_max", type=int, default=None, help="default: the run's")
     p.add_argument("--seed", type=int, default=evaluate.EVAL_SEED)
+    evaluate.add_import_flag(p)
     args = p.parse_args(argv)
     for name in ("episodes", "max_frames", "scale"):
         if getattr(args, name) < 1:
@@ -153,7 +154,8 @@ def parse_args(argv=None) -> argparse.Namespace:
 def main(argv=None) -> str:
     """Records and writes the video; returns its path."""
     args = parse_args(argv)
-    policy = evaluate.load_policy(args.path, greedy=args.policy == "greedy")
+    policy = evaluate.load_policy(args.path, greedy=args.policy == "greedy",
+                                  imports=args.imports)
     env_cfg = evaluate.eval_env_config(policy.config, args.noop_max)
     if args.frames == "render":
         check_can_render(env_cfg.name)

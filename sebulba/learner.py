@@ -46,9 +46,11 @@ def make_learn_fn(agent: Agent, topology: Topology
 
 
 def all_finite(tree: PyTree) -> jax.Array:
-    """True when every floating-point leaf of `tree` is finite (keys and ints are skipped)."""
-    checks = [jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(tree)
-              if jnp.issubdtype(x.dtype, jnp.inexact)]
+    """True when every floating-point leaf of `tree` is finite (keys and ints are skipped).
+
+    Leaves may be Python numbers (an agent's metric from a constant schedule) or arrays."""
+    leaves = [jnp.asarray(x) for x in jax.tree.leaves(tree)]
+    checks = [jnp.all(jnp.isfinite(x)) for x in leaves if jnp.issubdtype(x.dtype, jnp.inexact)]
     return jnp.all(jnp.stack(checks)) if checks else jnp.asarray(True)
 
 
@@ -62,6 +64,7 @@ def keep_finite(old_state: PyTree, new_state: PyTree, metrics: dict, axis_name: 
     reduced with pmin over the learner axis, so every device takes the same branch even if
     only one saw the NaN (replicas must never diverge). Cost: one pass over the state.
     """
+    metrics = jax.tree.map(jnp.asarray, metrics)  # shard_map outputs must be arrays
     ok = jnp.logical_and(all_finite(metrics), all_finite(new_state))
     ok = jax.lax.pmin(ok.astype(jnp.int32), axis_name) > 0
     state = jax.lax.cond(ok, lambda: new_state, lambda: old_state)

@@ -1,0 +1,94 @@
+"""scripts/evaluate.py acts as the actors do: any action head, normalised observations, and
+environments that a user module registers (`--import`)."""
+import json
+import textwrap
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from agents import normalization
+from experiments import train
+from experiments.configs import ppo_mujoco
+from scripts import evaluate
+from sebulba import checkpoint, envs, experiment, registry
+
+
+def _save(config, state, directory) -> None:
+    ckpt = checkpoint.Checkpointer(str(directory), metadata={
+        "experiment": "ppo", "config": json.loads(config.to_json())})
+    ckpt.close(checkpoint.Progress(state, 0, 0))
+
+
+def _agent(config):
+    probe = envs.make_env(experiment.env_config(config), 2, 0)
+    obs = probe.reset()
+    network = experiment.make_network(config, probe.action_space)
+    probe.close()
+    agent = train.agent_spec(config).build(network, config, 1)
+    return network, agent, obs
+
+
+def test_greedy_gaussian_policy_uses_the_mean_and_the_observation_statistics(tmp_path):
+    config = ppo_mujoco.get_config("pendulum")  # obs_norm on, clipped Gaussian in [-2, 2]
+    config.run_dir = str(tmp_path / "run")
+    assert config.agent.obs_norm
+    network, agent, obs = _agent(config)
+    state = agent.init(jax.random.key(1), obs)
+    # Statistics far from the initial (0, 1): a policy that ignored them would act differently.
+    stats = normalization.RunningStats(jnp.asarray(50.0), jnp.full(3, 0.7), jnp.full(3, 9.0))
+    state = state._replace(norm=state.norm._replace(obs=stats))
+    _save(config, state, tmp_path / "run" / "checkpoints")
+
+    greedy = evaluate.load_policy(config.run_dir, greedy=True)
+    got = np.asarray(greedy.act(obs, jax.random.key(0)))
+    pi, _ = network.apply(state.params, np.clip((obs - 0.7) / np.sqrt(9.0 + 1e-8), -10, 10))
+    mean = np.asarray(pi["mean"]).reshape(got.shape)
+    np.testing.assert_allclose(got, np.clip(mean, -2.0, 2.0), rtol=1e-5, atol=1e-6)
+    raw_pi, _ = network.apply(state.params, obs)
+    assert not np.allclose(got, np.asarray(network.dist.mode(raw_pi)), atol=1e-4)
+
+    sampled = evaluate.load_policy(config.run_dir, greedy=False)
+    a1, a2 = (np.asarray(sampled.act(obs, jax.random.key(k))) for k in (1, 2))
+    assert a1.shape == got.shape and not np.allclose(a1, a2)
+    assert np.all(np.abs(a1) <= 2.0)
+
+    report = evaluate.main([config.run_dir, "--episodes", "2", "--num_envs", "2"])
+    assert report["episodes"] == 2 and report["length_mean"] == 200  # Pendulum's time limit
+
+
+USER_MODULE = textwrap.dedent('''
+    """A user's env, registered at import (what `--import` is for)."""
+    from sebulba import adapters, registry
+    import gymnasium
+
+    def make(num_envs, seed, env_config):
+        return adapters.gymnasium_env(lambda: gymnasium.make("CartPole-v1"), num_envs, seed)
+
+    registry.register_env("UserCartPole-test-v0", make, overwrite=True)
+''')
+
+
+def test_import_flag_loads_a_user_registered_env(tmp_path):
+    module = tmp_path / "user_envs.py"
+    module.write_text(USER_MODULE)
+    evaluate.import_modules([str(module)])
+    try:
+        from tests.helpers import classic_config
+        config = classic_config(tmp_path, **{"env.name": "UserCartPole-test-v0"})
+        network, agent, obs = _agent(config)
+        _save(config, agent.init(jax.random.key(0), obs), tmp_path / "run" / "checkpoints")
+    finally:
+        registry.unregister_env("UserCartPole-test-v0")
+    with pytest.raises(ValueError, match="UserCartPole-test-v0"):
+        evaluate.main([config.run_dir, "--episodes", "1"])  # not registered in this process
+    report = evaluate.main([config.run_dir, "--episodes", "3", "--num_envs", "3",
+                            "--import", str(module)])
+    registry.unregister_env("UserCartPole-test-v0")
+    assert report["env"] == "UserCartPole-test-v0" and report["episodes"] == 3
+
+
+def test_import_flag_names_a_module_that_does_not_import():
+    with pytest.raises(ValueError, match="--import 'no_such_module_xyz' failed"):
+        evaluate.import_modules(["no_such_module_xyz"])
