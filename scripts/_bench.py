@@ -101,14 +101,21 @@ def _pools(opts, config):
     return [envs.make_env(ec, rc.num_envs, opts.seed + 100_003 * (i + 1)) for i in range(n)]
 
 
+def random_actions(space, num_envs: int, n: int, seed: int) -> list:
+    """`n` random batched actions of any gymnasium action space (Discrete, Box, Dict, ...)."""
+    from gymnasium.vector.utils import batch_space
+    batched = batch_space(space, num_envs)
+    batched.seed(seed)
+    return [batched.sample() for _ in range(n)]
+
+
 def bench_env_only(opts, config, algo: str) -> tuple[float, str]:
     del algo  # random actions: no agent
     pools = _pools(opts, config)
-    n_actions = int(pools[0].action_space.n)
 
     def body(i, barrier, box):
-        env, rng = pools[i], np.random.default_rng(i)
-        bank = rng.integers(0, n_actions, size=(64, env.num_envs), dtype=np.int32)
+        env = pools[i]
+        bank = random_actions(env.action_space, env.num_envs, 64, seed=i)
         env.reset()
         for t in range(opts.warmup_steps):
             env.step(bank[t % 64])
@@ -134,7 +141,7 @@ def bench_env_infer(opts, config, algo: str) -> tuple[float, str]:
     pools = _pools(opts, config)
     agent = make_agent(config, algo, pools[0].action_space)
     first_obs = [env.reset() for env in pools]
-    state = agent.init(jax.random.key(opts.seed), first_obs[0][:1])
+    state = agent.init(jax.random.key(opts.seed), jax.tree.map(lambda x: x[:1], first_obs[0]))
     params = {d: jax.device_put(agent.actor_params(state), d) for d in devices}
 
     @jax.jit
@@ -154,12 +161,12 @@ def bench_env_infer(opts, config, algo: str) -> tuple[float, str]:
         obs = first_obs[i]
         for _ in range(opts.warmup_steps):
             action, _, key = policy(p, jax.device_put(obs, device), key)
-            obs = env.step(np.asarray(action)).obs
+            obs = env.step(jax.device_get(action)).obs
         barrier.wait()
         steps = 0
         while time.perf_counter() < box[0]:  # the actor's hot loop, nothing else
             action, _, key = policy(p, jax.device_put(obs, device), key)
-            obs = env.step(np.asarray(action)).obs
+            obs = env.step(jax.device_get(action)).obs
             steps += 1
         return steps * env.num_envs
 
@@ -171,19 +178,20 @@ def bench_env_infer(opts, config, algo: str) -> tuple[float, str]:
     return sps, f"{len(layout)} threads x {config.num_envs} envs, jitted policy on {devices[0]}"
 
 
-def _random_rollout(agent, params, obs0, T: int, b: int, num_actions: int, rng):
+def _random_rollout(agent, params, obs0, T: int, b: int, action_space, rng):
     """One actor thread's rollout: real observations, random actions/rewards, and extras of
     the shapes the agent's actor_step returns (IMPALA: logits; PPO: logits and value)."""
     import jax
     from sebulba.agent import Rollout
-    obs_b = np.broadcast_to(obs0[:1], (b,) + obs0.shape[1:])
+    obs_b = jax.tree.map(lambda x: np.broadcast_to(x[:1], (b,) + x.shape[1:]), obs0)
+    actions = random_actions(action_space, b, T, seed=int(rng.integers(2**31)))
     _, extras = jax.eval_shape(agent.actor_step, params, obs_b, jax.random.key(0))
     extras = jax.tree.map(lambda s: (rng.standard_normal((T,) + s.shape).astype(s.dtype)
                                      if np.issubdtype(s.dtype, np.floating)
                                      else np.zeros((T,) + s.shape, s.dtype)), extras)
     return Rollout(
-        obs=np.broadcast_to(obs_b, (T + 1,) + obs_b.shape).copy(),
-        action=rng.integers(0, num_actions, (T, b)).astype(np.int32),
+        obs=jax.tree.map(lambda x: np.broadcast_to(x, (T + 1,) + x.shape).copy(), obs_b),
+        action=jax.tree.map(lambda *a: np.stack(a), *actions),
         reward=rng.standard_normal((T, b)).astype(np.float32),
         terminated=rng.random((T, b)) < 0.01, truncated=np.zeros((T, b), bool),
         valid=np.ones((T, b), bool), extras=extras)
@@ -200,11 +208,11 @@ def bench_learner(opts, config, algo: str) -> tuple[float, str]:
     probe.close()
     agent = make_agent(config, algo, action_space, num_updates=1000)
     topo = make_topology(rc.actor_device_ids, rc.learner_device_ids, rc.num_envs)
-    init = agent.init(jax.random.key(opts.seed), obs0[:1])
+    init = agent.init(jax.random.key(opts.seed), jax.tree.map(lambda x: x[:1], obs0))
     T, b, n_threads = rc.unroll_length, rc.num_envs, rc.batch_envs // rc.num_envs
     rng = np.random.default_rng(opts.seed)
     batch = tuple(jax.device_put(_random_rollout(agent, agent.actor_params(init), obs0, T, b,
-                                                 int(action_space.n), rng),
+                                                 action_space, rng),
                                  topo.batch_sharded()) for _ in range(n_threads))
     state = place_learner_state(init, topo)
     learn = make_learn_fn(agent, topo)

@@ -78,7 +78,10 @@ def _ids(text: str, flag: str, p: argparse.ArgumentParser) -> tuple[int, ...]:
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--env", default="Breakout-v5", help="EnvPool id")
+    p.add_argument("--env", default="Breakout-v5",
+                   help="EnvPool id, gymnasium:<id>, or an env a --import module registers")
+    p.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
+                   help="a module (dotted name or .py file) that registers --env; repeatable")
     p.add_argument("--algo", default="impala", choices=_bench.ALGOS)
     p.add_argument("--num_envs", type=int, default=32,
                    help="total envs, split evenly over actor devices x actor threads")
@@ -278,6 +281,8 @@ def main(argv=None):
                                    f"{args.fake_devices}").strip()
         os.environ.setdefault("JAX_PLATFORMS", "cpu")
     import jax
+    from scripts.evaluate import import_modules
+    import_modules(args.imports)  # user modules that register envs/torsos (--import)
     backend = jax.default_backend()
     print(f"benchmark: {args.env}, backend {backend} ({jax.local_device_count()} devices), "
           f"{os.cpu_count()} CPUs, host {socket.gethostname()}, load average "

@@ -103,7 +103,10 @@ def check_env_id(name: str) -> None:
 
 
 def is_atari(name: str) -> bool:
+    """True for EnvPool's Atari ids; False for every other id (also user and gymnasium ones)."""
     import envpool
+    if registry.env_maker(name) is not None or name.startswith(registry.GYMNASIUM_PREFIX):
+        return False
     return type(envpool.make_spec(name)).__name__ == "AtariEnvSpec"
 
 

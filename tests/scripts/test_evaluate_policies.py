@@ -1,5 +1,5 @@
-"""scripts/evaluate.py acts as the actors do: any action head, normalised observations, and
-environments that a user module registers (`--import`)."""
+"""scripts/evaluate.py acts as the actors do (any action head, normalised observations); the
+scripts load environments that a user module registers (`--import`)."""
 import json
 import textwrap
 
@@ -92,3 +92,11 @@ def test_import_flag_loads_a_user_registered_env(tmp_path):
 def test_import_flag_names_a_module_that_does_not_import():
     with pytest.raises(ValueError, match="--import 'no_such_module_xyz' failed"):
         evaluate.import_modules(["no_such_module_xyz"])
+
+
+def test_benchmark_takes_a_user_env_with_dict_observations_and_mixed_actions():
+    from scripts import benchmark
+    results = benchmark.main(["--env", "Driving-v0", "--import", "examples.driving",
+                              "--num_envs", "4", "--actor_threads", "1", "--seconds", "1",
+                              "--warmup_steps", "8", "--measures", "env_only,env_infer,learner"])
+    assert all(results[m] > 0 for m in ("env_only", "env_infer", "learner")), results
