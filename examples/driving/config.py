@@ -12,7 +12,7 @@ import ml_collections
 
 from agents.impala.config import ImpalaConfig
 from agents.ppo.config import PPOConfig
-from experiments.configs.impala_atari import agent_fields, runtime_fields
+from experiments.configs.common import agent_fields, runtime_fields
 
 VARIANTS = ("ppo", "impala")
 

@@ -6,71 +6,16 @@ unroll 20) follows cleanba's IMPALA Atari setup scaled to one device.
 import ml_collections
 
 from agents.impala.config import ImpalaConfig
-
-
-def runtime_fields(config: ml_collections.ConfigDict) -> None:
-    """Fields shared by every experiment config (runtime, logging)."""
-    config.seed = 0                    # base seed: params init, actor RNG, env seeds
-    config.actor_device_ids = (0,)     # local device indices that run actor threads
-    config.learner_device_ids = (0,)   # local device indices that share the learner update
-    config.num_actor_threads = 2       # actor threads per actor device (overlap env and inference)
-    config.num_envs = 32               # environments per actor thread
-    config.unroll_length = 20          # T: steps per rollout
-    config.total_env_steps = 10_000_000  # agent steps in total (x4 frames on Atari)
-    config.queue_size = 1              # rollouts buffered per actor thread
-    config.synchronous = False         # True: actors wait for params of the latest update
-    config.stall_warning_s = 120.0     # warn if the learner waits this long for data (or an
-                                       # actor for params); docs/robustness.md
-    config.join_timeout_s = 10.0       # seconds to wait for threads on shutdown
-    config.max_nonfinite_updates = 10  # stop after N skipped non-finite updates in a row
-    config.restart_envs_on_error = False  # rebuild an actor's failing EnvPool instead of stopping
-    config.max_env_restarts = 3        # env pool rebuilds per actor thread before giving up
-    # stop early once the 100-game mean return reaches this (None = off)
-    config.stop_at_return = ml_collections.config_dict.placeholder(float)
-    config.run_dir = ""                # "" = runs/<experiment>-<env>-s<seed>-<time>
-    config.checkpoint_every_updates = 0     # checkpoint every N updates (0 = off); also at the end
-    config.checkpoint_every_minutes = 10.0  # ... and every M minutes (0 = off); docs/checkpoints.md
-    config.checkpoint_keep = 3         # newest checkpoints kept in <run_dir>/checkpoints (0 = none)
-    config.resume = ""                 # run dir or checkpoint dir to continue ("" = fresh run)
-    config.distributed = ml_collections.ConfigDict(dict(
-        mode="auto",                   # auto: join when num_processes > 1 or under SLURM; on; off
-        coordinator_address="",        # host:port of process 0 ("" = detect, e.g. SLURM)
-        num_processes=1,               # processes in the job (one per host)
-        process_id=0,                  # this process's rank
-        local_device_ids=ml_collections.config_dict.placeholder(tuple),  # None = all local
-        heartbeat_timeout_s=60,        # a dead peer aborts the others after about this long
-        init_timeout_s=300,            # seconds to wait for all processes to join
-    ))
-    config.console_every_s = 10.0      # seconds between console progress lines
-
-
-def agent_fields(defaults) -> ml_collections.ConfigDict:
-    """The agent's frozen dataclass defaults as a ConfigDict (one source of truth)."""
-    import dataclasses
-    return ml_collections.ConfigDict(dataclasses.asdict(defaults))
+# Re-exported: user configs written against this module keep working.
+from experiments.configs.common import (agent_fields, atari_env, network_fields,  # noqa: F401
+                                        runtime_fields)
 
 
 def get_config(variant: str = "default") -> ml_collections.ConfigDict:
     config = ml_collections.ConfigDict()
     runtime_fields(config)
-    config.env = ml_collections.ConfigDict(dict(
-        name="Breakout-v5",            # EnvPool Atari id
-        num_threads=0,                 # EnvPool threads per pool (0 = auto)
-        max_episode_steps=0,           # 0 = EnvPool default (27000 agent steps)
-        episodic_life=True,            # life loss ends training episodes (stats use games)
-        repeat_action_probability=0.25,  # sticky actions (Machado et al. 2018)
-        noop_max=30,                   # random no-ops on reset
-        frame_skip=4,                  # action repeat
-        stack_num=4,                   # frames stacked per observation
-        img_size=84,                   # frame height and width
-        full_action_space=False,       # minimal action set
-    ))
-    config.network = ml_collections.ConfigDict(dict(
-        torso="impala_resnet",         # nature_cnn | impala_resnet | mlp
-        mlp_hidden_sizes=(64, 64),     # used when torso == mlp
-        resnet_channels=(16, 32, 32),  # used when torso == impala_resnet
-        shared_torso=True,            # False: the value head gets its own torso copy
-    ))
+    config.env = atari_env("Breakout-v5")
+    config.network = network_fields("impala_resnet", shared_torso=True)
     config.agent = agent_fields(ImpalaConfig())  # see agents/impala/config.py for each field
     if variant == "debug":
         config.env.name = "Pong-v5"

@@ -8,7 +8,7 @@ many updates more than big ones; on 2 cores one actor thread also beats two (~18
 import ml_collections
 
 from agents.impala.config import ImpalaConfig
-from experiments.configs.impala_atari import agent_fields, runtime_fields
+from experiments.configs.common import agent_fields, network_fields, runtime_fields, vector_env
 
 
 def get_config(variant: str = "default") -> ml_collections.ConfigDict:
@@ -18,19 +18,8 @@ def get_config(variant: str = "default") -> ml_collections.ConfigDict:
     config.num_envs = 16
     config.unroll_length = 16
     config.total_env_steps = 400_000
-    config.env = ml_collections.ConfigDict(dict(
-        name="CartPole-v1",            # EnvPool classic-control id
-        num_threads=0,                 # EnvPool threads per pool (0 = auto)
-        max_episode_steps=0,           # 0 = EnvPool default (500 for CartPole-v1)
-        episodic_life=True, repeat_action_probability=0.25, noop_max=30, frame_skip=4,
-        stack_num=4, img_size=84, full_action_space=False,  # Atari-only; ignored here
-    ))
-    config.network = ml_collections.ConfigDict(dict(
-        torso="mlp",                   # nature_cnn | impala_resnet | mlp
-        mlp_hidden_sizes=(64, 64),     # used when torso == mlp
-        resnet_channels=(16, 32, 32),  # used when torso == impala_resnet
-        shared_torso=False,           # False: the value head gets its own torso copy
-    ))
+    config.env = vector_env("CartPole-v1")
+    config.network = network_fields("mlp", shared_torso=False)
     config.agent = agent_fields(ImpalaConfig(
         optimizer="adam", learning_rate=1e-3, reward_clip=0.0, entropy_cost=0.01,
         max_grad_norm=40.0, lr_decay=True))

@@ -9,7 +9,7 @@ agent.correction="auto" corrects the lag with V-trace), as cleanba runs its PPO.
 import ml_collections
 
 from agents.ppo.config import PPOConfig
-from experiments.configs.impala_atari import agent_fields, runtime_fields
+from experiments.configs.common import agent_fields, atari_env, network_fields, runtime_fields
 
 
 def get_config(variant: str = "default") -> ml_collections.ConfigDict:
@@ -21,24 +21,8 @@ def get_config(variant: str = "default") -> ml_collections.ConfigDict:
     config.num_envs = 64
     config.unroll_length = 128
     config.total_env_steps = 10_000_000  # cleanrl's budget (40M frames); cleanba runs 50M
-    config.env = ml_collections.ConfigDict(dict(
-        name="Breakout-v5",            # EnvPool Atari id
-        num_threads=0,                 # EnvPool threads per pool (0 = auto)
-        max_episode_steps=0,           # 0 = EnvPool default (27000 agent steps)
-        episodic_life=True,            # life loss ends training episodes (stats use games)
-        repeat_action_probability=0.25,  # sticky actions (Machado et al. 2018)
-        noop_max=30,                   # random no-ops on reset
-        frame_skip=4,                  # action repeat
-        stack_num=4,                   # frames stacked per observation
-        img_size=84,                   # frame height and width
-        full_action_space=False,       # minimal action set
-    ))
-    config.network = ml_collections.ConfigDict(dict(
-        torso="impala_resnet",         # nature_cnn | impala_resnet | mlp
-        mlp_hidden_sizes=(64, 64),     # used when torso == mlp
-        resnet_channels=(16, 32, 32),  # used when torso == impala_resnet
-        shared_torso=True,         # False: the value head gets its own torso copy
-    ))
+    config.env = atari_env("Breakout-v5")
+    config.network = network_fields("impala_resnet", shared_torso=True)
     config.agent = agent_fields(PPOConfig())  # see agents/ppo/config.py for each field
     if variant == "sync":
         config.synchronous = True

@@ -11,7 +11,7 @@ with eps 1e-5, annealed lr); we use 16 envs x 64 steps (cleanrl: 4 x 128) and lr
 import ml_collections
 
 from agents.ppo.config import PPOConfig
-from experiments.configs.impala_atari import agent_fields, runtime_fields
+from experiments.configs.common import agent_fields, network_fields, runtime_fields, vector_env
 
 
 def get_config(variant: str = "default") -> ml_collections.ConfigDict:
@@ -23,19 +23,8 @@ def get_config(variant: str = "default") -> ml_collections.ConfigDict:
     config.num_envs = 16
     config.unroll_length = 64
     config.total_env_steps = 300_000
-    config.env = ml_collections.ConfigDict(dict(
-        name="CartPole-v1",            # EnvPool classic-control id
-        num_threads=0,                 # EnvPool threads per pool (0 = auto)
-        max_episode_steps=0,           # 0 = EnvPool default (500 for CartPole-v1)
-        episodic_life=True, repeat_action_probability=0.25, noop_max=30, frame_skip=4,
-        stack_num=4, img_size=84, full_action_space=False,  # Atari-only; ignored here
-    ))
-    config.network = ml_collections.ConfigDict(dict(
-        torso="mlp",                   # nature_cnn | impala_resnet | mlp
-        mlp_hidden_sizes=(64, 64),     # used when torso == mlp
-        resnet_channels=(16, 32, 32),  # used when torso == impala_resnet
-        shared_torso=False,        # False: the value head gets its own torso copy
-    ))
+    config.env = vector_env("CartPole-v1")
+    config.network = network_fields("mlp", shared_torso=False)
     config.agent = agent_fields(PPOConfig(
         learning_rate=1e-3, clip_eps=0.2, value_clip_eps=0.2, reward_clip=0.0, loop="scan"))
     if variant == "sync":

@@ -25,7 +25,7 @@ where cleanrl stores the unclipped sample; both are correct policy gradients.
 import ml_collections
 
 from agents.ppo.config import PPOConfig
-from experiments.configs.impala_atari import agent_fields, runtime_fields
+from experiments.configs.common import agent_fields, network_fields, runtime_fields, vector_env
 
 VARIANTS = ("default", "async", "pendulum", "debug")
 
@@ -40,22 +40,8 @@ def get_config(variant: str = "default") -> ml_collections.ConfigDict:
     config.unroll_length = 2048
     config.total_env_steps = 1_000_000
     config.synchronous = True
-    config.env = ml_collections.ConfigDict(dict(
-        name="HalfCheetah-v4",         # EnvPool MuJoCo id (v4 = gymnasium's v4 dynamics)
-        num_threads=0,                 # EnvPool threads per pool (0 = auto)
-        max_episode_steps=0,           # 0 = EnvPool default (1000 for the MuJoCo tasks)
-        episodic_life=True, repeat_action_probability=0.25, noop_max=30, frame_skip=4,
-        stack_num=4, img_size=84, full_action_space=False,  # Atari-only; ignored here
-    ))
-    config.network = ml_collections.ConfigDict(dict(
-        torso="mlp",                   # nature_cnn | impala_resnet | mlp
-        mlp_hidden_sizes=(64, 64),     # used when torso == mlp
-        resnet_channels=(16, 32, 32),  # used when torso == impala_resnet
-        shared_torso=False,            # False: the value head gets its own torso copy
-        continuous_bounds="clip",      # Box actions: "clip" (censored Gaussian) or "tanh"
-        state_dependent_std=False,     # False: a learned log-std vector; True: a Dense head
-        init_log_std=0.0,              # initial log-std of the Gaussian
-    ))
+    config.env = vector_env("HalfCheetah-v4")
+    config.network = network_fields("mlp", shared_torso=False)
     config.agent = agent_fields(PPOConfig(
         discount=0.99, gae_lambda=0.95, clip_eps=0.2, value_clip_eps=0.2, value_cost=0.5,
         entropy_cost=0.0, num_epochs=10, num_minibatches=32, minibatch_axis="sample",
