@@ -6,6 +6,7 @@ skip_updates and seed. Measurement definitions are in scripts/benchmark.py's doc
 """
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
@@ -94,11 +95,33 @@ def run_threads(n: int, body, seconds: float) -> float:
     return sum(counts) / (time.perf_counter() - (box[0] - seconds))
 
 
+def run_on_pools(pools: list, body, seconds: float) -> float:
+    """run_threads with one thread per env pool; closes the pools however it ends."""
+    try:
+        return run_threads(len(pools), body, seconds)
+    finally:
+        for env in pools:
+            env.close()
+
+
 def _pools(opts, config):
     from sebulba import envs, experiment
     ec, rc = experiment.env_config(config), experiment.runtime_config(config)
     n = len(rc.actor_device_ids) * rc.num_actor_threads
     return [envs.make_env(ec, rc.num_envs, opts.seed + 100_003 * (i + 1)) for i in range(n)]
+
+
+def timed_steps(step, warmup: int, barrier, box) -> int:
+    """Calls `step` `warmup` times, waits for the other threads, then counts the calls made
+    until the deadline box[0] (set by run_threads once every thread is at the barrier)."""
+    for _ in range(warmup):
+        step()
+    barrier.wait()
+    steps = 0
+    while time.perf_counter() < box[0]:
+        step()
+        steps += 1
+    return steps
 
 
 def random_actions(space, num_envs: int, n: int, seed: int) -> list:
@@ -117,20 +140,11 @@ def bench_env_only(opts, config, algo: str) -> tuple[float, str]:
         env = pools[i]
         bank = random_actions(env.action_space, env.num_envs, 64, seed=i)
         env.reset()
-        for t in range(opts.warmup_steps):
-            env.step(bank[t % 64])
-        barrier.wait()
-        steps = 0
-        while time.perf_counter() < box[0]:
-            env.step(bank[steps % 64])
-            steps += 1
-        return steps * env.num_envs
+        t = itertools.count()
+        return env.num_envs * timed_steps(lambda: env.step(bank[next(t) % 64]),
+                                          opts.warmup_steps, barrier, box)
 
-    try:
-        sps = run_threads(len(pools), body, opts.seconds)
-    finally:
-        for env in pools:
-            env.close()
+    sps = run_on_pools(pools, body, opts.seconds)
     return sps, f"{len(pools)} pools x {config.num_envs} envs, random actions"
 
 
@@ -157,24 +171,15 @@ def bench_env_infer(opts, config, algo: str) -> tuple[float, str]:
     def body(i, barrier, box):
         env, device = pools[i], layout[i]
         p = params[device]
-        key = jax.device_put(jax.random.key(opts.seed + i), device)
-        obs = first_obs[i]
-        for _ in range(opts.warmup_steps):
-            action, _, key = policy(p, jax.device_put(obs, device), key)
-            obs = env.step(jax.device_get(action)).obs
-        barrier.wait()
-        steps = 0
-        while time.perf_counter() < box[0]:  # the actor's hot loop, nothing else
-            action, _, key = policy(p, jax.device_put(obs, device), key)
-            obs = env.step(jax.device_get(action)).obs
-            steps += 1
-        return steps * env.num_envs
+        carry = [first_obs[i], jax.device_put(jax.random.key(opts.seed + i), device)]
 
-    try:
-        sps = run_threads(len(layout), body, opts.seconds)
-    finally:
-        for env in pools:
-            env.close()
+        def step():  # the actor's hot loop, nothing else
+            action, _, carry[1] = policy(p, jax.device_put(carry[0], device), carry[1])
+            carry[0] = env.step(jax.device_get(action)).obs
+
+        return env.num_envs * timed_steps(step, opts.warmup_steps, barrier, box)
+
+    sps = run_on_pools(pools, body, opts.seconds)
     return sps, f"{len(layout)} threads x {config.num_envs} envs, jitted policy on {devices[0]}"
 
 

@@ -68,6 +68,17 @@ def atari_env(name: str = "Breakout-v5") -> ml_collections.ConfigDict:
     ))
 
 
+def tiny_atari(config: ml_collections.ConfigDict) -> None:
+    """The `:debug` variants on Atari: Pong, Nature CNN, 4 envs x 8 steps, 256 steps in all
+    (seconds on a laptop CPU; smoke tests)."""
+    config.env.name = "Pong-v5"
+    config.network.torso = "nature_cnn"
+    config.num_envs = 4
+    config.unroll_length = 8
+    config.total_env_steps = 256
+    config.console_every_s = 0.0
+
+
 def vector_env(name: str) -> ml_collections.ConfigDict:
     """Settings for a non-Atari env (EnvPool classic control / MuJoCo, gymnasium:<id>, or a
     registered one). The Atari-only fields keep their defaults so that `--config.env.name`

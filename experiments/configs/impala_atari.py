@@ -8,7 +8,7 @@ import ml_collections
 from agents.impala.config import ImpalaConfig
 # Re-exported: user configs written against this module keep working.
 from experiments.configs.common import (agent_fields, atari_env, network_fields,  # noqa: F401
-                                        runtime_fields)
+                                        runtime_fields, tiny_atari)
 
 
 def get_config(variant: str = "default") -> ml_collections.ConfigDict:
@@ -18,12 +18,7 @@ def get_config(variant: str = "default") -> ml_collections.ConfigDict:
     config.network = network_fields("impala_resnet", shared_torso=True)
     config.agent = agent_fields(ImpalaConfig())  # see agents/impala/config.py for each field
     if variant == "debug":
-        config.env.name = "Pong-v5"
-        config.network.torso = "nature_cnn"
-        config.num_envs = 4
-        config.unroll_length = 8
-        config.total_env_steps = 256
-        config.console_every_s = 0.0
+        tiny_atari(config)
     elif variant != "default":
         raise ValueError(f"unknown variant {variant!r}; allowed: 'default', 'debug'.")
     return config

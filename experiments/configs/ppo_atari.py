@@ -9,7 +9,8 @@ agent.correction="auto" corrects the lag with V-trace), as cleanba runs its PPO.
 import ml_collections
 
 from agents.ppo.config import PPOConfig
-from experiments.configs.common import agent_fields, atari_env, network_fields, runtime_fields
+from experiments.configs.common import (agent_fields, atari_env, network_fields, runtime_fields,
+                                        tiny_atari)
 
 
 def get_config(variant: str = "default") -> ml_collections.ConfigDict:
@@ -27,12 +28,7 @@ def get_config(variant: str = "default") -> ml_collections.ConfigDict:
     if variant == "sync":
         config.synchronous = True
     elif variant == "debug":
-        config.env.name = "Pong-v5"
-        config.network.torso = "nature_cnn"
-        config.num_envs = 4
-        config.unroll_length = 8
-        config.total_env_steps = 256
-        config.console_every_s = 0.0
+        tiny_atari(config)
         # XLA:CPU runs convolutions inside lax.scan ~25x slower (DESIGN.md): unroll the
         # 2 x 2 SGD steps instead.
         config.agent.num_epochs = 2
