@@ -22,7 +22,14 @@ def agent_config(config) -> ppo.PPOConfig:
 
 def check_minibatches(config) -> None:
     """Fails before any thread starts when the env columns (or, with
-    agent.minibatch_axis="sample", the steps) do not split into minibatches."""
+    agent.minibatch_axis="sample", the steps) do not split into minibatches, or when a
+    recurrent network (network.lstm_size > 0) is asked for minibatches of single steps."""
+    if (config.network.get("lstm_size", 0) and
+            config.agent.get("minibatch_axis", "env") != "env"):
+        raise ValueError(
+            f"agent.minibatch_axis={config.agent.minibatch_axis!r} cannot be used with "
+            f"network.lstm_size={config.network.lstm_size}: a recurrent core is re-run over "
+            f"whole env sequences; use agent.minibatch_axis=\"env\" (docs/recurrent.md).")
     envs = len(config.actor_device_ids) * config.num_actor_threads * config.num_envs
     per_learner = envs // len(config.learner_device_ids)
     what = "environments"

@@ -2,16 +2,19 @@
 
 Torsos turn observations into an embedding; `ActorCritic` adds the policy
 head (networks/heads.py, for the action distributions of networks/distributions.py) and the
-value head on top. Pixel torsos take raw uint8 EnvPool frames and do
-the scaling/layout conversion themselves so callers never preprocess.
+value head on top; `RecurrentActorCritic` puts an LSTM core (networks/cores.py) in between
+(docs/recurrent.md). Pixel torsos take raw uint8 EnvPool frames and do the scaling/layout
+conversion themselves so callers never preprocess.
 """
 
-from networks.actor_critic import ActorCritic
+from networks.actor_critic import ActorCritic, RecurrentActorCritic, is_recurrent
+from networks.cores import LSTMCore
 from networks.distributions import (ActionDist, Categorical, DiagGaussian, Joint,
                                     MultiCategorical, from_space)
 from networks.heads import PolicyHead
 from networks.torsos import MLP, ImpalaResNet, NatureCNN, TORSOS, make_torso, register_torso
 
 __all__ = ["ActionDist", "ActorCritic", "Categorical", "DiagGaussian", "ImpalaResNet", "Joint",
-           "MLP", "MultiCategorical", "NatureCNN", "PolicyHead", "TORSOS", "from_space",
-           "make_torso", "register_torso"]
+           "LSTMCore", "MLP", "MultiCategorical", "NatureCNN", "PolicyHead",
+           "RecurrentActorCritic", "TORSOS", "from_space", "is_recurrent", "make_torso",
+           "register_torso"]

@@ -1,15 +1,46 @@
-"""Actor-critic network: a torso followed by a policy head and a value head."""
+"""Actor-critic networks: a torso, optionally a recurrent core, then a policy and a value head.
+
+`ActorCritic` is feed-forward: `apply(params, obs [B, ...]) -> (policy, value [B])`.
+`RecurrentActorCritic` puts a core (networks/cores.py, an LSTM) between torso and heads and is
+time-major: `apply(params, obs [T, B, ...], state, reset [T, B]) -> ((policy, value [T, B]),
+state)`. `is_recurrent(network)` tells them apart; agents/policy.py hides the difference from
+the agents (acting, learner unrolls, greedy evaluation).
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+import chex
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from networks.cores import LSTMCore, lstm_initial_state
 from networks.distributions import ActionDist, Categorical
 from networks.heads import PolicyHead
+
+
+def _dist(action_dist: ActionDist | None, num_actions: int) -> ActionDist:
+    """The configured distribution, or a Categorical over `num_actions`."""
+    if action_dist is not None:
+        return action_dist
+    if num_actions < 1:
+        raise ValueError(f"ActorCritic needs action_dist or num_actions >= 1, got "
+                         f"num_actions={num_actions}.")
+    return Categorical(num_actions)
+
+
+def _value_head(h: jax.Array) -> jax.Array:
+    """Linear value [B] (gain 1.0, float32)."""
+    value = nn.Dense(1, kernel_init=nn.initializers.orthogonal(1.0),
+                     bias_init=nn.initializers.zeros)(h)
+    return jnp.squeeze(value, -1).astype(jnp.float32)
+
+
+def is_recurrent(network: Any) -> bool:
+    """True for networks with a core state (RecurrentActorCritic and lookalikes)."""
+    return callable(getattr(network, "initial_state", None))
 
 
 class ActorCritic(nn.Module):
@@ -30,12 +61,7 @@ class ActorCritic(nn.Module):
 
     @property
     def dist(self) -> ActionDist:
-        if self.action_dist is not None:
-            return self.action_dist
-        if self.num_actions < 1:
-            raise ValueError(f"ActorCritic needs action_dist or num_actions >= 1, got "
-                             f"num_actions={self.num_actions}.")
-        return Categorical(self.num_actions)
+        return _dist(self.action_dist, self.num_actions)
 
     @nn.compact
     def __call__(self, obs: Any) -> tuple[Any, jax.Array]:
@@ -43,9 +69,63 @@ class ActorCritic(nn.Module):
         h = self.torso(obs)
         h_value = h if self.shared_torso else self.torso.clone(parent=self, name="value_torso")(obs)
         policy = PolicyHead(self.dist, name="policy")(h)
-        value = nn.Dense(
-            1,
-            kernel_init=nn.initializers.orthogonal(1.0),
-            bias_init=nn.initializers.zeros,
-        )(h_value)
-        return policy, jnp.squeeze(value, -1).astype(jnp.float32)
+        # The auto-named Dense ("Dense_0") keeps the parameter names of existing checkpoints.
+        return policy, _value_head(h_value)
+
+
+class RecurrentActorCritic(nn.Module):
+    """Torso -> LSTM core -> policy head and value head, on time-major sequences.
+
+    The torso runs on all T*B observations at once, the core is scanned over T (with resets,
+    networks/cores.py), and the heads run on all T*B core outputs at once. The state is a dict
+    of LSTM states: {"policy": (c, h)} with a shared torso. With `shared_torso=False` the value
+    branch is a whole second network, torso copy *and* its own core ({"policy", "value"}), so
+    the value still has memory (a value without it could not predict returns that depend on
+    what was seen earlier) while keeping the feed-forward meaning of the flag: no features are
+    shared between policy and value.
+    """
+
+    torso: nn.Module
+    lstm_size: int = 128
+    num_actions: int = 0
+    shared_torso: bool = True
+    action_dist: ActionDist | None = None
+
+    @property
+    def dist(self) -> ActionDist:
+        return _dist(self.action_dist, self.num_actions)
+
+    def _branches(self) -> tuple[str, ...]:
+        return ("policy",) if self.shared_torso else ("policy", "value")
+
+    def initial_state(self, batch: int) -> dict[str, Any]:
+        """The state at the start of an episode (zeros), for `batch` environments."""
+        return {b: lstm_initial_state(batch, self.lstm_size)
+                for b in self._branches()}
+
+    @nn.compact
+    def __call__(self, obs: Any, state: dict[str, Any], reset: jax.Array
+                 ) -> tuple[tuple[Any, jax.Array], dict[str, Any]]:
+        """obs [T, B, ...], state from `initial_state(B)` (or a previous call), reset [T, B]:
+        True where an episode starts at that step (the state is zeroed before it).
+        Returns ((policy params [T, B, ...], value [T, B]), state after the last step)."""
+        lead = reset.shape
+        chex.assert_rank(reset, 2)
+        chex.assert_tree_shape_prefix(obs, lead)
+        flat_obs = jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), obs)
+
+        def branch(name: str, torso: nn.Module) -> jax.Array:
+            h = torso(flat_obs)
+            h = h.reshape(lead + h.shape[1:])
+            new_state[name], out = LSTMCore(self.lstm_size, name=f"{name}_core")(
+                state[name], h, reset)
+            return out.reshape((-1,) + out.shape[2:])
+
+        new_state: dict[str, Any] = {}
+        h = branch("policy", self.torso)
+        h_value = h if self.shared_torso else branch(
+            "value", self.torso.clone(parent=self, name="value_torso"))
+        policy = PolicyHead(self.dist, name="policy")(h)
+        value = _value_head(h_value)
+        unflat = lambda x: x.reshape(lead + x.shape[1:])  # noqa: E731
+        return (jax.tree.map(unflat, policy), unflat(value)), new_state

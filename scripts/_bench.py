@@ -6,6 +6,7 @@ skip_updates and seed. Measurement definitions are in scripts/benchmark.py's doc
 """
 from __future__ import annotations
 
+import ast
 import itertools
 import json
 import os
@@ -20,11 +21,13 @@ ALGOS = ("impala", "ppo", "ppo_sync")  # ppo: asynchronous with V-trace; ppo_syn
 
 
 def make_config(env: str, algo: str, torso: str, num_envs: int, actor_threads: int,
-                actor_ids: tuple, learner_ids: tuple, unroll_length: int, seed: int):
+                actor_ids: tuple, learner_ids: tuple, unroll_length: int, seed: int,
+                sets: tuple = ()):
     """The experiment config (Atari or classic file of `algo`) with the benchmark's layout.
 
     `num_envs` is the total over actor devices x threads; `torso` "auto" = nature_cnn on
-    Atari, mlp otherwise; `unroll_length` 0 keeps the config's T.
+    Atari, mlp otherwise; `unroll_length` 0 keeps the config's T; `sets` are "field=value"
+    overrides applied last (e.g. "network.lstm_size=64").
     """
     import jax
     from experiments.configs import impala_atari, impala_classic, ppo_atari, ppo_classic
@@ -48,7 +51,33 @@ def make_config(env: str, algo: str, torso: str, num_envs: int, actor_threads: i
             # XLA:CPU runs convolutions inside lax.scan ~10-25x slower (docs/ppo.md): a CPU
             # run would pass --config.agent.loop=unroll, so the benchmark does too.
             config.agent.loop = "unroll"
+    for assignment in sets:
+        set_field(config, assignment)
     return config
+
+
+def set_field(config, assignment: str) -> None:
+    """Applies "a.b=value" to a ConfigDict; the value is a Python literal or else a string,
+    and must fit the field's type (ConfigDict checks)."""
+    field, sep, text = assignment.partition("=")
+    *path, leaf = field.split(".")
+    node = config
+    try:
+        for k in path:
+            node = node[k]
+        if not sep or leaf not in node:
+            raise KeyError(leaf)
+    except KeyError:
+        raise ValueError(f"--set {assignment!r}: expected FIELD=VALUE with an existing config "
+                         f"field (e.g. network.lstm_size=64).") from None
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        value = text
+    try:
+        node[leaf] = value
+    except TypeError as e:
+        raise ValueError(f"--set {assignment!r}: {e}") from None
 
 
 def _network(config, action_space):
@@ -159,22 +188,29 @@ def bench_env_infer(opts, config, algo: str) -> tuple[float, str]:
     params = {d: jax.device_put(agent.actor_params(state), d) for d in devices}
 
     @jax.jit
-    def policy(params, obs, key):  # as sebulba.actor.ActorThread._policy_step
+    def policy(params, obs, key, core):  # as sebulba.actor.ActorThread._policy_step
         key, sub = jax.random.split(key)
-        action, extras = agent.actor_step(params, obs, sub)
-        return action, extras, key
+        if core is None:
+            return agent.actor_step(params, obs, sub)[0], key, None
+        action, _, core = agent.actor_step(params, obs, sub, core)  # (no episode resets here)
+        return action, key, core
+
+    def core0(device):  # recurrent agents: each env's core state, on the actor device
+        return (jax.device_put(agent.initial_core_state(config.num_envs), device)
+                if agent.recurrent else None)
 
     for d in devices:  # compile before timing (one executable per device)
         jax.block_until_ready(policy(params[d], jax.device_put(first_obs[0], d),
-                                     jax.device_put(jax.random.key(0), d)))
+                                     jax.device_put(jax.random.key(0), d), core0(d)))
 
     def body(i, barrier, box):
         env, device = pools[i], layout[i]
         p = params[device]
-        carry = [first_obs[i], jax.device_put(jax.random.key(opts.seed + i), device)]
+        carry = [first_obs[i], jax.device_put(jax.random.key(opts.seed + i), device),
+                 core0(device)]
 
         def step():  # the actor's hot loop, nothing else
-            action, _, carry[1] = policy(p, jax.device_put(carry[0], device), carry[1])
+            action, carry[1], carry[2] = policy(p, jax.device_put(carry[0], device), *carry[1:])
             carry[0] = env.step(jax.device_get(action)).obs
 
         return env.num_envs * timed_steps(step, opts.warmup_steps, barrier, box)
@@ -190,7 +226,9 @@ def _random_rollout(agent, params, obs0, T: int, b: int, action_space, rng):
     from sebulba.agent import Rollout
     obs_b = jax.tree.map(lambda x: np.broadcast_to(x[:1], (b,) + x.shape[1:]), obs0)
     actions = random_actions(action_space, b, T, seed=int(rng.integers(2**31)))
-    _, extras = jax.eval_shape(agent.actor_step, params, obs_b, jax.random.key(0))
+    core = agent.initial_core_state(b) if agent.recurrent else None
+    _, extras = jax.eval_shape(agent.actor_step, params, obs_b, jax.random.key(0),
+                               *(() if core is None else (core,)))[:2]
     extras = jax.tree.map(lambda s: (rng.standard_normal((T,) + s.shape).astype(s.dtype)
                                      if np.issubdtype(s.dtype, np.floating)
                                      else np.zeros((T,) + s.shape, s.dtype)), extras)
@@ -199,7 +237,8 @@ def _random_rollout(agent, params, obs0, T: int, b: int, action_space, rng):
         action=jax.tree.map(lambda *a: np.stack(a), *actions),
         reward=rng.standard_normal((T, b)).astype(np.float32),
         terminated=rng.random((T, b)) < 0.01, truncated=np.zeros((T, b), bool),
-        valid=np.ones((T, b), bool), extras=extras)
+        valid=np.ones((T, b), bool), extras=extras,
+        core_state=None if core is None else jax.tree.map(lambda x: np.asarray(x)[None], core))
 
 
 def bench_learner(opts, config, algo: str) -> tuple[float, str]:

@@ -80,6 +80,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--env", default="Breakout-v5",
                    help="EnvPool id, gymnasium:<id>, or an env a --import module registers")
+    p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                   help="a config override applied last, e.g. network.lstm_size=64 or "
+                        "agent.loop=unroll; repeatable")
     p.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
                    help="a module (dotted name or .py file) that registers --env; repeatable")
     p.add_argument("--algo", default="impala", choices=_bench.ALGOS)
@@ -188,7 +191,7 @@ class Recorder:
 def single(args, rec: Recorder) -> dict[str, float]:
     config = _bench.make_config(args.env, args.algo, args.torso, args.num_envs,
                                 args.actor_threads, args.actor_device_ids,
-                                args.learner_device_ids, args.unroll_length, args.seed)
+                                args.learner_device_ids, args.unroll_length, args.seed, args.set)
     results = {m: rec.measure(m, args.algo, config)["steps_per_s"] for m in args.measures}
     print(f"\n{'measure':<11s} {'steps/s':>12s}  detail")
     for row in rec.rows:
@@ -223,7 +226,7 @@ def study(args, rec: Recorder, n_devices: int) -> list[dict]:
                         try:
                             config = _bench.make_config(
                                 args.env, algo, args.torso, num_envs, threads, actor_ids,
-                                learner_ids, args.unroll_length, args.seed)
+                                learner_ids, args.unroll_length, args.seed, args.set)
                             rec.measure(m, algo, config)
                         except ValueError as e:  # a layout this config cannot take
                             print(f"  {m:<11s} {algo:<8s} envs {num_envs} threads {threads} "

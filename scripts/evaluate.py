@@ -33,7 +33,7 @@ sys.path.insert(0, ROOT)
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
-from agents import normalization, policy as policy_lib  # noqa: E402
+from agents import policy as policy_lib  # noqa: E402
 from sebulba import checkpoint, envs, experiment  # noqa: E402
 
 # Training env seeds stay below 2**30 plus small per-actor/host offsets (runner.actor_seed);
@@ -43,12 +43,14 @@ EVAL_SEED = 2**31 - 2**20
 
 @dataclasses.dataclass
 class Policy:
-    """A checkpoint's policy, ready to act on a batch of observations."""
+    """A checkpoint's policy: `new_actor(num_envs)` gives a fresh stateful player for a batch
+    of envs (agents.policy.EvalActor: `act(obs, key)`, then `observe(terminated, truncated)`
+    after each step, which recurrent agents need for their core state)."""
 
     checkpoint: str
     meta: dict
     config: Any  # the run's ml_collections ConfigDict
-    act: Callable[[np.ndarray, jax.Array], np.ndarray]  # (obs [B, ...], key) -> actions [B]
+    new_actor: Callable[[int], policy_lib.EvalActor]
 
 
 def eval_env_config(config, noop_max: int | None = None,
@@ -95,26 +97,12 @@ def load_agent_state(ckpt: str, config, obs, action_space):
     return network, agent, state
 
 
-def _greedy_step(network, ap, obs_clip: float):
-    """The actors' forward pass with the distribution's mode instead of a sample."""
-    if not isinstance(ap, policy_lib.ActorParams):
-        raise ValueError(f"--policy greedy needs the agent's actor_params to be "
-                         f"agents.policy.ActorParams (got {type(ap).__name__}); use "
-                         f"--policy sample, which runs the agent's own actor_step.")
-
-    def step(obs, key):
-        del key
-        if ap.obs_norm is not None:
-            obs = normalization.normalize_obs(ap.obs_norm, obs, obs_clip)
-        pi, _ = network.apply(ap.params, obs)
-        return network.dist.mode(pi)
-    return step
-
-
 def load_policy(path: str, greedy: bool = True, imports: Sequence[str] = ()) -> Policy:
     """Rebuilds the run's agent from the checkpoint's config and restores its learner state.
 
-    Raises ValueError naming the differences if the state does not fit that agent.
+    Greedy play needs the agent's actor_params to be `agents.policy.ActorParams` (IMPALA,
+    PPO); sampling runs the agent's own actor_step. Raises ValueError naming the differences
+    if the state does not fit that agent.
     """
     import_modules(imports)
     ckpt = checkpoint.resolve(path)
@@ -126,13 +114,15 @@ def load_policy(path: str, greedy: bool = True, imports: Sequence[str] = ()) -> 
     probe.close()
     network, agent, state = load_agent_state(ckpt, config, obs, action_space)
     ap = jax.device_put(agent.actor_params(state))
-    if greedy:
-        step = _greedy_step(network, ap, float(config.agent.get("obs_clip", 10.0)))
-    else:
-        def step(obs, key):
-            return agent.actor_step(ap, obs, key)[0]
-    act = jax.jit(step)
-    return Policy(ckpt, meta, config, lambda obs, key: jax.device_get(act(obs, key)))
+    if not greedy:
+        return Policy(ckpt, meta, config, lambda n: policy_lib.sampling_actor(agent, ap, n))
+    if not isinstance(ap, policy_lib.ActorParams):
+        raise ValueError(f"--policy greedy needs the agent's actor_params to be "
+                         f"agents.policy.ActorParams (got {type(ap).__name__}); use "
+                         f"--policy sample, which runs the agent's own actor_step.")
+    obs_clip = float(config.agent.get("obs_clip", 10.0))
+    return Policy(ckpt, meta, config,
+                  lambda n: policy_lib.greedy_actor(network, ap, obs_clip, n))
 
 
 def play(policy: Policy, env_cfg: envs.EnvConfig, episodes: int, num_envs: int, seed: int
@@ -142,6 +132,7 @@ def play(policy: Policy, env_cfg: envs.EnvConfig, episodes: int, num_envs: int, 
     quota = np.array([episodes // num_envs + (i < episodes % num_envs) for i in range(num_envs)])
     env = envs.make_env(env_cfg, num_envs, seed)
     key = jax.random.key(seed)
+    actor = policy.new_actor(num_envs)
     ret, length = np.zeros(num_envs), np.zeros(num_envs, np.int64)
     done = np.zeros(num_envs, np.int64)
     prev_over = np.zeros(num_envs, bool)
@@ -151,7 +142,8 @@ def play(policy: Policy, env_cfg: envs.EnvConfig, episodes: int, num_envs: int, 
     try:
         while (done < quota).any():
             key, sub = jax.random.split(key)
-            ts = env.step(policy.act(obs, sub))
+            ts = env.step(actor.act(obs, sub))
+            actor.observe(ts.terminated, ts.truncated)
             ret += ts.reward
             length += ~prev_over  # the step after a game's end is EnvPool's reset step
             for i in np.flatnonzero(ts.episode_over):

@@ -76,6 +76,7 @@ def record(policy: evaluate.Policy, env_cfg: envs.EnvConfig, episodes: int, max_
     use_render = frames_from == "render"
     env = envs.make_env(env_cfg, 1, seed, render_mode="rgb_array" if use_render else None)
     key = jax.random.key(seed)
+    actor = policy.new_actor(1)
     frames: list[np.ndarray] = []
     returns: list[float] = []
     ret = 0.0
@@ -95,7 +96,8 @@ def record(policy: evaluate.Policy, env_cfg: envs.EnvConfig, episodes: int, max_
         frames.append(grab(obs))
         while len(returns) < episodes and len(frames) < max_frames:
             key, sub = jax.random.split(key)
-            ts = env.step(policy.act(obs, sub))
+            ts = env.step(actor.act(obs, sub))
+            actor.observe(ts.terminated, ts.truncated)
             ret += float(ts.reward[0])
             obs = ts.obs
             frames.append(grab(obs))
@@ -104,7 +106,9 @@ def record(policy: evaluate.Policy, env_cfg: envs.EnvConfig, episodes: int, max_
                 ret = 0.0
                 if len(returns) < episodes:  # EnvPool resets on the next step; skip its frame
                     key, sub = jax.random.split(key)
-                    obs = env.step(policy.act(obs, sub)).obs
+                    ts = env.step(actor.act(obs, sub))
+                    actor.observe(ts.terminated, ts.truncated)
+                    obs = ts.obs
     finally:
         env.close()
     return frames, returns

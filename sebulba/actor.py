@@ -6,6 +6,10 @@ policy call, one device->host copy of the action (the env needs it on the host; 
 arrays for mixed action spaces). Device arrays
 are collected in lists and stacked once per rollout by a single jitted call; small host-side
 fields (rewards, done flags) go into preallocated numpy buffers.
+
+Recurrent agents (`agent.recurrent`): the thread keeps each env's core state on the device,
+resets it where a new episode's first observation arrives (the step after a reset step, and
+the very first step), and stores the state each rollout started from in `Rollout.core_state`.
 """
 from __future__ import annotations
 
@@ -20,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Sharding
 
-from sebulba.agent import Agent, Rollout
+from sebulba.agent import Agent, Rollout, reset_core_state
 from sebulba.env_guard import CheckedEnv, EnvFault
 from sebulba.envs import TimeStep
 from sebulba.pipeline import Lifetime, ParamsSource, Stopped, blocking_put
@@ -81,10 +85,20 @@ def _stack_steps(xs: list) -> Any:
     return _concat([_stack(xs[i:i + _STACK_CHUNK]) for i in range(0, len(xs), _STACK_CHUNK)])
 
 
-def _stack_rollout(obs_list, action_list, extras_list, reward, terminated, truncated, valid):
+@jax.jit
+def _add_time_axis(tree):
+    return jax.tree.map(lambda x: x[None], tree)
+
+
+def _stack_rollout(obs_list, action_list, extras_list, reward, terminated, truncated, valid,
+                   core_state=None):
+    """One Rollout on the actor device; `core_state` ([B, ...] leaves, or None) gets the
+    leading time axis of 1 that lets one env-axis-1 sharding split every field."""
+    if core_state is not None:
+        core_state = _add_time_axis(core_state)
     return Rollout(obs=_stack_steps(obs_list), action=_stack_steps(action_list), reward=reward,
                    terminated=terminated, truncated=truncated, valid=valid,
-                   extras=_stack_steps(extras_list))
+                   extras=_stack_steps(extras_list), core_state=core_state)
 
 
 class ActorThread(threading.Thread):
@@ -120,10 +134,16 @@ class ActorThread(threading.Thread):
     def _set_phase(self, phase: str) -> None:
         self.phase, self.phase_since = phase, time.perf_counter()
 
-    def _policy_step(self, params, obs, key):
+    def _policy_step(self, params, obs, key, state=None, reset=None):
+        """One batched policy call. Recurrent agents: resets the state of the envs whose
+        episode starts here, and returns (.., state used, state after the step)."""
         key, sub = jax.random.split(key)
-        action, extras = self.agent.actor_step(params, obs, sub)
-        return action, extras, key
+        if state is None:
+            action, extras = self.agent.actor_step(params, obs, sub)
+            return action, extras, key, None, None
+        state = reset_core_state(state, reset, self.agent.initial_core_state(reset.shape[0]))
+        action, extras, new_state = self.agent.actor_step(params, obs, sub, state)
+        return action, extras, key, state, new_state
 
     def run(self) -> None:
         env, restarts = None, 0
@@ -163,6 +183,12 @@ class ActorThread(threading.Thread):
         obs = env.reset()
         prev_done = np.zeros(B, bool)
         counter = _EpisodeCounter.zeros(B)
+        recurrent = self.agent.recurrent
+        state = (jax.device_put(self.agent.initial_core_state(B), self.device) if recurrent
+                 else None)
+        # reset[b]: env b sees a new episode's first observation at this step. The first step
+        # of a pool, and the step after each reset step (valid False) of the previous one.
+        reset = np.ones(B, bool)
         next_version = 0
         while not self._lifetime.stopping:
             t0 = time.perf_counter()
@@ -174,12 +200,17 @@ class ActorThread(threading.Thread):
             rewards = np.zeros((T, B), np.float32)
             terms, truncs, valids = (np.zeros((T, B), bool) for _ in range(3))
             obs_list, action_list, extras_list, episodes = [], [], [], []
+            first_state = None
             t_infer = t_env = 0.0
             for t in range(T):
                 s = time.perf_counter()
                 self.phase, self.phase_since = "inference", s
                 obs_dev = jax.device_put(obs, self.device)
-                action, extras, key = self._policy(params, obs_dev, key)
+                reset_dev = jax.device_put(reset, self.device) if recurrent else None
+                action, extras, key, used, state = self._policy(params, obs_dev, key, state,
+                                                                reset_dev)
+                if t == 0:
+                    first_state = used  # post-reset: the learner needs no reset at step 0
                 action_host = jax.device_get(action)  # an array, or a dict/tuple (mixed)
                 e = time.perf_counter()
                 self.phase, self.phase_since = "env.step", e
@@ -195,12 +226,13 @@ class ActorThread(threading.Thread):
                 rewards[t], terms[t], truncs[t] = ts.reward, ts.terminated, ts.truncated
                 counter.update(ts, valids[t], episodes)
                 prev_done = ts.terminated | ts.truncated
+                reset = ~valids[t]
                 obs = ts.obs
             s = time.perf_counter()
             self.phase, self.phase_since = "shipping the rollout", s
             obs_list.append(jax.device_put(obs, self.device))
             local = jax.device_put((rewards, terms, truncs, valids), self.device)
-            rollout = _stack_rollout(obs_list, action_list, extras_list, *local)
+            rollout = _stack_rollout(obs_list, action_list, extras_list, *local, first_state)
             # Device to device: split along the env axis onto the learner devices.
             rollout = jax.device_put(rollout, self._sharding)
             t_ship = time.perf_counter() - s

@@ -102,6 +102,10 @@ def _validate_network(net: ml_collections.ConfigDict) -> None:
         validation.require(isinstance(sizes, (list, tuple)) and len(sizes) > 0 and all(
             validation.is_int(n) and n > 0 for n in sizes), f"network.{name}", sizes,
             "must be a non-empty tuple of positive integers.")
+    lstm = net.get("lstm_size", 0)
+    validation.require(validation.is_int(lstm) and lstm >= 0, "network.lstm_size", lstm,
+                       "must be an integer >= 0 (0: feed-forward; > 0: an LSTM core of that "
+                       "size between torso and heads, docs/recurrent.md).")
 
 
 def _distributed_values(config: ml_collections.ConfigDict) -> dict:
@@ -122,6 +126,8 @@ def make_network(config: ml_collections.ConfigDict, action_space) -> Any:
 
     Continuous (Box) parts read the optional `network.continuous_bounds` ("clip" | "tanh"),
     `network.state_dependent_std` and `network.init_log_std` (defaults: clip, False, 0.0).
+    `network.lstm_size` > 0 (optional, default 0) builds a RecurrentActorCritic with an LSTM
+    core of that size instead (docs/recurrent.md).
     """
     net = config.network
     kwargs: dict[str, Any] = {}
@@ -139,8 +145,13 @@ def make_network(config: ml_collections.ConfigDict, action_space) -> Any:
             init_log_std=float(net.get("init_log_std", 0.0)))
     except ValueError as e:
         raise ValueError(f"{config.env.name}: {e}") from None
-    return networks.ActorCritic(torso=networks.make_torso(net.torso, **kwargs),
-                                action_dist=dist, shared_torso=bool(net.shared_torso))
+    torso = networks.make_torso(net.torso, **kwargs)
+    lstm_size = int(net.get("lstm_size", 0))
+    if lstm_size > 0:
+        return networks.RecurrentActorCritic(torso=torso, lstm_size=lstm_size, action_dist=dist,
+                                             shared_torso=bool(net.shared_torso))
+    return networks.ActorCritic(torso=torso, action_dist=dist,
+                                shared_torso=bool(net.shared_torso))
 
 
 def _plain(value: Any) -> Any:

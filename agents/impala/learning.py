@@ -42,7 +42,9 @@ def make_learn_step(network: nn.Module, cfg: ImpalaConfig, optimizer, lr_schedul
     dist = network.dist
 
     def loss_fn(params, rollout: Rollout):
-        pi, values = apply_time_major(network, params, rollout.obs)
+        # Recurrent networks: re-run the core over obs_0..obs_T from the stored state.
+        pi, values = apply_time_major(network, params, rollout.obs, rollout.core_state,
+                                      rollout.valid)
         pi = policy.drop_last(pi)
         per_env = jax.vmap(vtrace_loss, in_axes=(1, 1, 1, 1, 1, 1, 1, 1, None))
         # The behaviour log-prob comes from the actor: importance ratios for any action space.

@@ -16,7 +16,8 @@ from sebulba.agent import Agent
 def make_agent(network: nn.Module, cfg: PPOConfig, num_updates: int,
                batch_envs: int = 0) -> Agent:
     """Builds the PPO agent for an actor-critic `network` (networks.ActorCritic: policy
-    params for `network.dist`, value). `batch_envs` (env columns per update, all hosts) is
+    params for `network.dist`, value; or networks.RecurrentActorCritic, docs/recurrent.md,
+    which needs `cfg.minibatch_axis="env"`). `batch_envs` (env columns per update, all hosts) is
     needed only for `cfg.reward_scaling`.
 
     `cfg.correction` must be "none" or "vtrace"; resolve "auto" for the runtime's mode first
@@ -27,13 +28,14 @@ def make_agent(network: nn.Module, cfg: PPOConfig, num_updates: int,
 
     def init(key: jax.Array, obs) -> LearnerState:
         init_key, shuffle_key = jax.random.split(key)
-        params = network.init(init_key, obs)
+        params = policy.init_params(network, init_key, obs)
         norm = normalization.init_state(obs, cfg.obs_norm, cfg.reward_scaling, batch_envs)
         return LearnerState(params, optimizer.init(params), jnp.zeros((), jnp.int32),
                             shuffle_key, ValueNorm.zeros(), norm)
 
     return Agent(init=init, actor_params=lambda s: policy.actor_params(s.params, s.norm, cfg),
-                 actor_step=make_actor_step(network, cfg), learn_step=learn_step)
+                 actor_step=make_actor_step(network, cfg), learn_step=learn_step,
+                 initial_core_state=policy.initial_core_state(network))
 
 
 __all__ = ["LearnerState", "PPOConfig", "make_agent"]

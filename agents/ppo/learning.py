@@ -16,6 +16,10 @@ Runs on every learner device on its local env shard (inside the runtime's shard_
    value-normaliser moments, the KL for early stopping) are psum/pmean-ed.
    With `minibatch_axis="sample"` the [T, B] steps are flattened first and minibatches are
    made of single steps (shuffled), as the PPO paper and cleanrl do for MuJoCo with one env.
+Recurrent networks (docs/recurrent.md): the anchor and every minibatch loss re-run the core
+from the state stored with the rollout (`Batch.core_state`, sliced by the same env columns as
+the rest of the minibatch), with resets at the episode starts inside the unroll; so minibatches
+must be whole env columns (`minibatch_axis="env"`; "sample" is refused).
 The loop form is a config choice (`loop`): "scan" compiles one body (fine for MLPs and on
 GPU/TPU); "unroll" emits every step (XLA:CPU runs convolutions inside scan ~25x slower).
 """
@@ -32,6 +36,7 @@ from agents import parallel, policy
 from agents.normalization import NormState
 from agents.ppo.config import PPOConfig
 from agents.ppo.losses import gae_targets, ppo_loss, vtrace_targets
+from networks import is_recurrent
 from sebulba.agent import Rollout
 
 _VAR_FLOOR = 1e-4  # value normaliser: std >= 0.01, so tiny-return tasks do not blow up
@@ -80,6 +85,7 @@ class Batch(NamedTuple):
     weight: jax.Array  # policy-gradient importance weight (ones on-policy)
     target: jax.Array  # value targets (normalised space if value_norm)
     valid: jax.Array
+    core_state: object = None  # recurrent nets: [1, B_local, ...] state at step 0 (else None)
 
 
 def make_optimizer(cfg: PPOConfig, num_updates: int):
@@ -127,18 +133,32 @@ def make_learn_step(network: nn.Module, cfg: PPOConfig, optimizer, lr_schedule):
         raise ValueError(f"correction={cfg.correction!r} must be resolved to 'none' or "
                          f"'vtrace' first (PPOConfig.resolve(synchronous)).")
 
+    recurrent = is_recurrent(network)
+    if recurrent and cfg.minibatch_axis != "env":
+        raise ValueError(
+            f"minibatch_axis={cfg.minibatch_axis!r} cannot be used with a recurrent network "
+            f"(network.lstm_size > 0): its minibatches of single time steps would cut the "
+            f"sequences the LSTM core is re-run over. Use agent.minibatch_axis=\"env\".")
     dist = network.dist
+
+    def unroll(params, obs, rollout: Rollout):
+        """Network outputs on `obs` [L, B]; recurrent: from the rollout's stored state."""
+        return apply_time_major(network, params, obs, rollout.core_state, rollout.valid)
 
     def prepare(state: LearnerState, rollout: Rollout, axis_name: str):
         """Anchor policy/values, targets, value-normaliser update: once per update."""
         mu_logp = rollout.extras["logp"]
         if cfg.correction == "vtrace":
-            old_policy, raw_v = apply_time_major(network, state.params, rollout.obs)
+            old_policy, raw_v = unroll(state.params, rollout.obs, rollout)
             old_policy = policy.drop_last(old_policy)
             old_logp = dist.log_prob(old_policy, rollout.action)
         else:
             old_policy, old_logp = rollout.extras["policy"], mu_logp
-            _, boot_v = network.apply(state.params, jax.tree.map(lambda x: x[-1], rollout.obs))
+            if recurrent:  # V(obs_T) needs the memory of the whole unroll
+                boot_v = unroll(state.params, rollout.obs, rollout)[1][-1]
+            else:
+                _, boot_v = network.apply(state.params,
+                                          jax.tree.map(lambda x: x[-1], rollout.obs))
             raw_v = jnp.concatenate([rollout.extras["value"], boot_v[None]], axis=0)
         old_policy, old_logp, raw_v = jax.lax.stop_gradient((old_policy, old_logp, raw_v))
         mean, std = state.value_norm.stats()
@@ -171,14 +191,14 @@ def make_learn_step(network: nn.Module, cfg: PPOConfig, optimizer, lr_schedule):
                       old_policy=old_policy, old_logp=old_logp,
                       old_v=(values[:-1] - mean) / std, adv=adv, weight=weight,
                       target=(target - mean) / std,
-                      valid=rollout.valid)
+                      valid=rollout.valid, core_state=rollout.core_state)
         return batch, value_norm, metrics
 
     def loss_fn(params, mb: Batch):
         if cfg.minibatch_axis == "sample":
             # [1, n] steps -> one "trajectory" [n, 1]: ppo_loss then averages over all n.
             mb = jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), mb)
-        pi, v = apply_time_major(network, params, mb.obs)
+        pi, v = apply_time_major(network, params, mb.obs, mb.core_state, mb.valid)
         per_env = jax.vmap(ppo_loss, in_axes=(1,) * 9 + (None,))
         losses, metrics = per_env(dist.log_prob(pi, mb.action), mb.old_logp, dist.entropy(pi),
                                   dist.kl(mb.old_policy, pi), v, mb.old_v, mb.adv, mb.target,

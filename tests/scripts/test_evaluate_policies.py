@@ -42,7 +42,7 @@ def test_greedy_gaussian_policy_uses_the_mean_and_the_observation_statistics(tmp
     _save(config, state, tmp_path / "run" / "checkpoints")
 
     greedy = evaluate.load_policy(config.run_dir, greedy=True)
-    got = np.asarray(greedy.act(obs, jax.random.key(0)))
+    got = np.asarray(greedy.new_actor(2).act(obs, jax.random.key(0)))
     pi, _ = network.apply(state.params, np.clip((obs - 0.7) / np.sqrt(9.0 + 1e-8), -10, 10))
     mean = np.asarray(pi["mean"]).reshape(got.shape)
     np.testing.assert_allclose(got, np.clip(mean, -2.0, 2.0), rtol=1e-5, atol=1e-6)
@@ -50,7 +50,7 @@ def test_greedy_gaussian_policy_uses_the_mean_and_the_observation_statistics(tmp
     assert not np.allclose(got, np.asarray(network.dist.mode(raw_pi)), atol=1e-4)
 
     sampled = evaluate.load_policy(config.run_dir, greedy=False)
-    a1, a2 = (np.asarray(sampled.act(obs, jax.random.key(k))) for k in (1, 2))
+    a1, a2 = (np.asarray(sampled.new_actor(2).act(obs, jax.random.key(k))) for k in (1, 2))
     assert a1.shape == got.shape and not np.allclose(a1, a2)
     assert np.all(np.abs(a1) <= 2.0)
 
@@ -100,3 +100,15 @@ def test_benchmark_takes_a_user_env_with_dict_observations_and_mixed_actions():
                               "--num_envs", "4", "--actor_threads", "1", "--seconds", "1",
                               "--warmup_steps", "8", "--measures", "env_only,env_infer,learner"])
     assert all(results[m] > 0 for m in ("env_only", "env_infer", "learner")), results
+
+
+def test_benchmark_runs_a_recurrent_agent_and_names_a_bad_override():
+    from scripts import benchmark
+    results = benchmark.main(["--env", "CartPole-v1", "--algo", "ppo", "--num_envs", "4",
+                              "--actor_threads", "1", "--seconds", "1", "--warmup_steps", "8",
+                              "--set", "network.lstm_size=8", "--set", "unroll_length=16",
+                              "--measures", "env_infer,learner"])
+    assert results["env_infer"] > 0 and results["learner"] > 0
+    with pytest.raises(ValueError, match="network.lstm=8"):
+        benchmark.main(["--env", "CartPole-v1", "--set", "network.lstm=8",
+                        "--measures", "env_only"])
