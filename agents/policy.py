@@ -181,6 +181,25 @@ def sampling_actor(agent, actor_params: Any, num_envs: int) -> EvalActor:
     return EvalActor(step, num_envs, agent.initial_core_state)
 
 
+EVAL_POLICIES = ("greedy", "sample")
+
+
+def eval_actor(kind: str, network: nn.Module, agent, actor_params: Any, num_envs: int,
+               obs_clip: float) -> EvalActor:
+    """The evaluation player of `kind`: "greedy" (`greedy_actor`; needs `ActorParams`, i.e. an
+    agent built on this module such as IMPALA and PPO) or "sample" (`sampling_actor`, any
+    agent). Raises ValueError for anything else."""
+    if kind == "sample":
+        return sampling_actor(agent, actor_params, num_envs)
+    if kind != "greedy":
+        raise ValueError(f"evaluation policy {kind!r}; allowed: {EVAL_POLICIES}.")
+    if not isinstance(actor_params, ActorParams):
+        raise ValueError(f"greedy evaluation needs the agent's actor_params to be "
+                         f"agents.policy.ActorParams (got {type(actor_params).__name__}); "
+                         f"sample instead (the agent's own actor_step).")
+    return greedy_actor(network, actor_params, obs_clip, num_envs)
+
+
 def zero_state_where(network: nn.Module, core_state, reset: jax.Array):
     """The network's initial state where `reset` [B] is set, `core_state` elsewhere."""
     return reset_core_state(core_state, reset, network.initial_state(reset.shape[0]))

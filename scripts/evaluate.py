@@ -9,10 +9,11 @@ into it, and the policy acts as the actors would, with the agent's `actor_params
 when the run normalised observations, the observation statistics): greedy (the mode of the
 action distribution: argmax for discrete parts, the mean - squashed or clipped to the bounds -
 for continuous ones; default) or sampled by the agent's own `actor_step`. Runs on environments,
-torsos or agents that a user module registers need `--import <module or file.py>`. Games are whole: no episodic life, no reward clipping (the
-runtime never clips; agents clip in their loss), and the training config's sticky actions and
-EnvPool time limit. Each of the `--num_envs` parallel envs plays a fixed share of the episodes,
-so short games are not over-represented. Prints mean/median/std/min/max and writes JSON (default
+torsos or agents that a user module registers need `--import <module or file.py>`. Games are
+whole (sebulba/evaluation.py, shared with in-training evaluation): no episodic life, no reward
+clipping (the runtime never clips; agents clip in their loss), and the training config's sticky
+actions and EnvPool time limit. Each of the `--num_envs` parallel envs plays a fixed share of the
+episodes, so short games are not over-represented. Prints mean/median/std/min/max and writes JSON (default
 `<run_dir>/eval/update<N>-<policy>.json`). See docs/checkpoints.md.
 """
 from __future__ import annotations
@@ -35,11 +36,8 @@ import numpy as np  # noqa: E402
 
 from agents import policy as policy_lib  # noqa: E402
 from sebulba import checkpoint, envs, experiment  # noqa: E402
-
-# Training env seeds stay below 2**30 plus small per-actor/host offsets (runner.actor_seed);
-# EnvPool needs int32 seeds, so evaluation starts high in the int32 range.
-EVAL_SEED = 2**31 - 2**20
-
+# The game loop and its settings are shared with in-training evaluation (re-exported here).
+from sebulba.evaluation import EVAL_SEED, eval_env_config, play, summarize  # noqa: E402,F401
 
 @dataclasses.dataclass
 class Policy:
@@ -51,18 +49,6 @@ class Policy:
     meta: dict
     config: Any  # the run's ml_collections ConfigDict
     new_actor: Callable[[int], policy_lib.EvalActor]
-
-
-def eval_env_config(config, noop_max: int | None = None,
-                    max_episode_steps: int | None = None) -> envs.EnvConfig:
-    """The run's env settings for evaluation: whole games (no episodic life)."""
-    values = config.env.to_dict()
-    values["episodic_life"] = False
-    if noop_max is not None:
-        values["noop_max"] = noop_max
-    if max_episode_steps is not None:
-        values["max_episode_steps"] = max_episode_steps
-    return envs.EnvConfig(**values)
 
 
 def import_modules(names: Sequence[str]) -> None:
@@ -114,54 +100,14 @@ def load_policy(path: str, greedy: bool = True, imports: Sequence[str] = ()) -> 
     probe.close()
     network, agent, state = load_agent_state(ckpt, config, obs, action_space)
     ap = jax.device_put(agent.actor_params(state))
-    if not greedy:
-        return Policy(ckpt, meta, config, lambda n: policy_lib.sampling_actor(agent, ap, n))
-    if not isinstance(ap, policy_lib.ActorParams):
-        raise ValueError(f"--policy greedy needs the agent's actor_params to be "
-                         f"agents.policy.ActorParams (got {type(ap).__name__}); use "
-                         f"--policy sample, which runs the agent's own actor_step.")
-    obs_clip = float(config.agent.get("obs_clip", 10.0))
-    return Policy(ckpt, meta, config,
-                  lambda n: policy_lib.greedy_actor(network, ap, obs_clip, n))
+    kind = "greedy" if greedy else "sample"
+    policy_lib.eval_actor(kind, network, agent, ap, 1, _obs_clip(config))  # fails early
+    return Policy(ckpt, meta, config, lambda n: policy_lib.eval_actor(
+        kind, network, agent, ap, n, _obs_clip(config)))
 
 
-def play(policy: Policy, env_cfg: envs.EnvConfig, episodes: int, num_envs: int, seed: int
-         ) -> tuple[list[float], list[int]]:
-    """(returns, lengths) of `episodes` games; env i plays a fixed quota of them."""
-    num_envs = max(1, min(num_envs, episodes))
-    quota = np.array([episodes // num_envs + (i < episodes % num_envs) for i in range(num_envs)])
-    env = envs.make_env(env_cfg, num_envs, seed)
-    key = jax.random.key(seed)
-    actor = policy.new_actor(num_envs)
-    ret, length = np.zeros(num_envs), np.zeros(num_envs, np.int64)
-    done = np.zeros(num_envs, np.int64)
-    prev_over = np.zeros(num_envs, bool)
-    returns: list[float] = []
-    lengths: list[int] = []
-    obs = env.reset()
-    try:
-        while (done < quota).any():
-            key, sub = jax.random.split(key)
-            ts = env.step(actor.act(obs, sub))
-            actor.observe(ts.terminated, ts.truncated)
-            ret += ts.reward
-            length += ~prev_over  # the step after a game's end is EnvPool's reset step
-            for i in np.flatnonzero(ts.episode_over):
-                if done[i] < quota[i]:
-                    returns.append(float(ret[i]))
-                    lengths.append(int(length[i]))
-                    done[i] += 1
-            ret[ts.episode_over], length[ts.episode_over] = 0.0, 0
-            prev_over, obs = ts.episode_over, ts.obs
-    finally:
-        env.close()
-    return returns, lengths
-
-
-def summarize(returns: list[float]) -> dict[str, float]:
-    r = np.asarray(returns, np.float64)
-    return {"mean": float(r.mean()), "median": float(np.median(r)), "std": float(r.std()),
-            "min": float(r.min()), "max": float(r.max())}
+def _obs_clip(config) -> float:
+    return float(config.agent.get("obs_clip", 10.0))
 
 
 def default_output(ckpt: str, meta: dict, name: str, ext: str) -> str:
@@ -204,7 +150,8 @@ def main(argv=None) -> dict:
     start = time.time()
     policy = load_policy(args.path, greedy=args.policy == "greedy", imports=args.imports)
     env_cfg = eval_env_config(policy.config, args.noop_max, args.max_episode_steps)
-    returns, lengths = play(policy, env_cfg, args.episodes, args.num_envs, args.seed)
+    returns, lengths = play(policy.new_actor, lambda n, seed: envs.make_env(env_cfg, n, seed),
+                            args.episodes, args.num_envs, args.seed)
     meta = policy.meta
     report = {"checkpoint": policy.checkpoint, "experiment": meta.get("experiment"),
               "env": env_cfg.name, "updates": meta.get("updates"),

@@ -17,7 +17,8 @@ import jax
 import ml_collections
 
 import networks
-from sebulba import checkpoint, distributed, envs, topology, validation
+from agents import policy
+from sebulba import checkpoint, distributed, envs, evaluation, topology, validation
 from sebulba.agent import Agent
 from sebulba.logging import MetricsLogger
 from sebulba.runner import RuntimeConfig, TrainResult, train, validate_runtime_config
@@ -64,9 +65,16 @@ def validate(config: ml_collections.ConfigDict, *, agent_config: type | None = N
     for name in ("console_every_s", "checkpoint_every_minutes"):
         if name in config:
             validation.non_negative(name, config[name])
-    for name in ("checkpoint_every_updates", "checkpoint_keep"):
+    for name in ("checkpoint_every_updates", "checkpoint_keep", "eval_every_updates"):
         if name in config:
             validation.non_negative(name, config[name], integer=True)
+    for name in ("eval_episodes", "eval_num_envs"):
+        if name in config:
+            validation.require(validation.is_int(config[name]) and config[name] >= 1, name,
+                               config[name], "must be an integer >= 1.")
+    validation.require(config.get("eval_policy", "greedy") in policy.EVAL_POLICIES,
+                       "eval_policy", config.get("eval_policy"),
+                       f"is not an evaluation policy; allowed: {policy.EVAL_POLICIES}.")
     for name in ("run_dir", "resume"):
         validation.require(isinstance(config.get(name, ""), str), name, config.get(name),
                            "must be a string (a path, or \"\").")
@@ -212,6 +220,10 @@ def run(config: ml_collections.ConfigDict, make_agent: AgentBuilder, name: str, 
             every_minutes=config.checkpoint_every_minutes, keep=config.checkpoint_keep,
             metadata={"experiment": name, "env": ec.name, "seed": config.seed,
                       "config": json.loads(config.to_json())})
+    if main and config.get("eval_every_updates", 0) > 0:
+        train_kwargs["on_update"] = _with_evaluation(config, network, agent, example_obs,
+                                                     make_env, logger,
+                                                     train_kwargs.get("on_update"))
     if main:
         with open(os.path.join(run_dir, "config.json"), "w") as f:
             f.write(config.to_json(indent=2))
@@ -228,6 +240,35 @@ def run(config: ml_collections.ConfigDict, make_agent: AgentBuilder, name: str, 
         json.dump({"env_steps": result.env_steps, "updates": result.updates,
                    "stopped_by": result.stopped_by, **result.episode_summary}, f, indent=2)
     return result
+
+
+def _with_evaluation(config, network, agent: Agent, example_obs, user_make_env, logger,
+                     on_update):
+    """Starts periodic background evaluation (sebulba/evaluation.py); returns the on_update
+    hook that triggers it (and calls the caller's own `on_update`, if any)."""
+    kind = config.get("eval_policy", "greedy")
+    ap = jax.eval_shape(lambda key: agent.actor_params(agent.init(key, example_obs)),
+                        jax.random.key(0))
+    if kind == "greedy" and not isinstance(ap, policy.ActorParams):
+        raise ConfigError(f"eval_policy='greedy' needs the agent's actor_params to be "
+                          f"agents.policy.ActorParams (got {type(ap).__name__}); use "
+                          f"eval_policy='sample' (the agent's own actor_step).")
+    obs_clip = float(config.agent.get("obs_clip", 10.0))
+    eval_cfg = evaluation.eval_env_config(config)
+    # Env ids get the evaluation settings (whole games); a user's env factory is used as is.
+    make_env = user_make_env or (lambda n, seed: envs.make_env(eval_cfg, n, seed))
+    evaluator = evaluation.PeriodicEvaluator(
+        new_actor=lambda ap, n: policy.eval_actor(kind, network, agent, ap, n, obs_clip),
+        actor_params=agent.actor_params, make_env=make_env, logger=logger,
+        every_updates=int(config.eval_every_updates), episodes=int(config.eval_episodes),
+        num_envs=int(config.eval_num_envs))
+    logger.on_close(evaluator.close)
+
+    def hook(update: int, env_steps: int, state) -> None:
+        evaluator.on_update(update, env_steps, state)
+        if on_update is not None:
+            on_update(update, env_steps, state)
+    return hook
 
 
 def _restore(path: str, agent: Agent, example_obs, config: ml_collections.ConfigDict,

@@ -6,6 +6,7 @@ import json
 import math
 import os
 import sys
+import threading
 import time
 from typing import Mapping
 
@@ -72,6 +73,8 @@ class MetricsLogger:
         self._last_print = -math.inf
         self._writer = None
         self._jsonl = None
+        self._lock = threading.Lock()  # the learner and a background evaluator both write
+        self._close_hooks: list = []
         if enabled:
             from tensorboardX import SummaryWriter
             os.makedirs(run_dir, exist_ok=True)
@@ -83,14 +86,27 @@ class MetricsLogger:
             self._writer = SummaryWriter(run_dir, flush_secs=10, purge_step=purge)
             self._jsonl = open(jsonl, "a", buffering=1)
 
-    def write(self, step: int, scalars: Mapping[str, float], force_print: bool = False) -> None:
+    def on_close(self, hook) -> None:
+        """Runs `hook()` first thing in close(): a writer in another thread finishes (or stops)
+        before the files close."""
+        self._close_hooks.append(hook)
+
+    def write(self, step: int, scalars: Mapping[str, float], force_print: bool = False,
+              console: bool = True) -> None:
+        """Logs `scalars` at env step `step`; `console=False` keeps them off the progress line
+        (e.g. evaluation results, which print their own)."""
+        with self._lock:
+            self._write(step, scalars, force_print, console)
+
+    def _write(self, step: int, scalars: Mapping[str, float], force_print: bool,
+               console: bool) -> None:
         scalars = {k: float(v) for k, v in scalars.items()}
         if self.enabled:
             for k, v in scalars.items():
                 self._writer.add_scalar(k, v, global_step=step)
             self._jsonl.write(json.dumps({"step": step, "time": time.time(), **scalars}) + "\n")
         now = time.time()
-        if not self.enabled:
+        if not self.enabled or not console:
             return
         if force_print or now - self._last_print >= self.console_every_s:
             self._last_print = now
@@ -107,6 +123,9 @@ class MetricsLogger:
               file=sys.stdout, flush=True)
 
     def close(self) -> None:
+        for hook in self._close_hooks:
+            hook()
+        self._close_hooks = []
         if self._writer is not None:
             self._writer.close()
         if self._jsonl is not None:

@@ -33,6 +33,11 @@ def runtime_fields(config: ml_collections.ConfigDict) -> None:
     config.checkpoint_every_minutes = 10.0  # ... and every M minutes (0 = off); docs/checkpoints.md
     config.checkpoint_keep = 3         # newest checkpoints kept in <run_dir>/checkpoints (0 = none)
     config.resume = ""                 # run dir or checkpoint dir to continue ("" = fresh run)
+    config.eval_every_updates = 0      # every N updates, play eval_episodes whole games in the
+                                       # background and log eval/* (0 = off); docs/checkpoints.md
+    config.eval_episodes = 10          # games per evaluation (true scores, no episodic life)
+    config.eval_num_envs = 8           # parallel envs of an evaluation
+    config.eval_policy = "greedy"      # greedy (the distribution's mode) | sample
     config.distributed = ml_collections.ConfigDict(dict(
         mode="auto",                   # auto: join when num_processes > 1 or under SLURM; on; off
         coordinator_address="",        # host:port of process 0 ("" = detect, e.g. SLURM)
