@@ -94,7 +94,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--unroll_length", type=int, default=0,
                    help="T; 0 = the experiment config's value")
     p.add_argument("--seconds", type=float, default=20.0, help="timed seconds per measurement")
-    p.add_argument("--warmup_steps", type=int, default=20, help="env steps per thread before timing")
+    p.add_argument("--warmup_steps", type=int, default=20,
+                   help="env steps per thread before timing")
     p.add_argument("--skip_updates", type=int, default=3,
                    help="end_to_end: updates left out of the SPS (compilation, queue fill)")
     p.add_argument("--measures", default=",".join(MEASURES), help="comma-separated subset")

@@ -13,8 +13,8 @@ torsos or agents that a user module registers need `--import <module or file.py>
 whole (sebulba/evaluation.py, shared with in-training evaluation): no episodic life, no reward
 clipping (the runtime never clips; agents clip in their loss), and the training config's sticky
 actions and EnvPool time limit. Each of the `--num_envs` parallel envs plays a fixed share of the
-episodes, so short games are not over-represented. Prints mean/median/std/min/max and writes JSON (default
-`<run_dir>/eval/update<N>-<policy>.json`). See docs/checkpoints.md.
+episodes, so short games are not over-represented. Prints mean/median/std/min/max and writes
+JSON (default `<run_dir>/eval/update<N>-<policy>.json`). See docs/checkpoints.md.
 """
 from __future__ import annotations
 

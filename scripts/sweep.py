@@ -131,8 +131,8 @@ def check_fields(config, keys: list[tuple[str, str]], spec: str) -> None:
         for i, part in enumerate(key.split(".")):
             if not hasattr(node, "keys") or part not in node:
                 where = ".".join(key.split(".")[:i]) or "the config"
-                raise SweepError(f"token {token!r}: {spec} has no field {key!r} ({part!r} is not in "
-                                 f"{where})")
+                raise SweepError(f"token {token!r}: {spec} has no field {key!r} ({part!r} is "
+                                 f"not in {where})")
             node = node[part]
 
 

@@ -40,7 +40,7 @@ class EnvConfig:
 
     name: str = "Pong-v5"            # EnvPool id, registered env, or "gymnasium:<id>"
     num_threads: int = 0             # EnvPool worker threads per pool; 0 = one per env up to cores
-    max_episode_steps: int = 0       # 0 = EnvPool's default (Atari: 27000 agent steps = 108k frames)
+    max_episode_steps: int = 0       # 0 = EnvPool's default (Atari: 27000 steps = 108k frames)
     # Atari (defaults: Machado et al. 2018 protocol, sticky actions 0.25, full v5 preprocessing)
     episodic_life: bool = True       # lost life ends the training episode (not the statistics)
     repeat_action_probability: float = 0.25  # sticky actions

@@ -50,12 +50,6 @@ def runtime_fields(config: ml_collections.ConfigDict) -> None:
     config.console_every_s = 10.0      # seconds between console progress lines
 
 
-def agent_fields(defaults) -> ml_collections.ConfigDict:
-    """The agent's frozen dataclass defaults as a ConfigDict (one source of truth)."""
-    import dataclasses
-    return ml_collections.ConfigDict(dataclasses.asdict(defaults))
-
-
 def atari_env(name: str = "Breakout-v5") -> ml_collections.ConfigDict:
     """EnvPool Atari settings (Machado et al. 2018 protocol: sticky actions, full games for
     evaluation)."""

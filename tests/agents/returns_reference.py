@@ -61,7 +61,8 @@ def ref_n_step_return(r_t, discount_t, bootstrap):
 
 def ref_gae(r_t, discount_t, v_tm1, v_t, lambda_):
     """A_t = delta_t + gamma_t * lambda * A_{t+1}, A_T = 0."""
-    r_t, discount_t, v_tm1, v_t = (np.asarray(a, dtype=np.float64) for a in (r_t, discount_t, v_tm1, v_t))
+    r_t, discount_t, v_tm1, v_t = (np.asarray(a, dtype=np.float64)
+                                   for a in (r_t, discount_t, v_tm1, v_t))
     T = len(r_t)
     adv = np.zeros(T)
     next_adv = 0.0

@@ -102,7 +102,7 @@ def test_greedy_actor_resets_like_the_training_actor():
     done = np.zeros((4, B), bool)
     done[0, 0] = True  # env 0: step 1 is a reset step, step 2 starts a new episode
     actor = policy.greedy_actor(net, ap, 10.0, B)
-    state, expected = net.initial_state(B), []
+    state = net.initial_state(B)
     for t, reset in enumerate([[1, 1, 1], [0, 0, 0], [1, 0, 0], [0, 0, 0]]):
         action = actor.act(obs[t], jax.random.key(t))
         a, state = policy.greedy_step(net, ap, obs[t], state, jnp.asarray(reset, bool), 10.0)
