@@ -106,6 +106,7 @@ class PeriodicEvaluator:
         self._stop = threading.Event()
         self._failed = False
         self.completed = self.skipped = 0
+        self.last: dict[str, float] = {}  # the newest evaluation's eval/* scalars
 
     def on_update(self, update: int, env_steps: int, state: Any) -> None:
         if self._failed or update % self.every != 0:
@@ -137,10 +138,10 @@ class PeriodicEvaluator:
             return  # stopped by close(): partial results would be biased to short games
         stats = summarize(returns)
         seconds = time.perf_counter() - start
-        self._logger.write(env_steps, {
-            **{f"eval/return_{k}": v for k, v in stats.items()},
-            "eval/length_mean": float(np.mean(lengths)), "eval/episodes": len(returns),
-            "eval/update": update, "eval/seconds": seconds}, console=False)
+        self.last = {**{f"eval/return_{k}": v for k, v in stats.items()},
+                     "eval/length_mean": float(np.mean(lengths)), "eval/episodes": len(returns),
+                     "eval/update": update, "eval/seconds": seconds}
+        self._logger.write(env_steps, self.last, console=False)
         if self._logger.enabled:
             print(f"eval  update {update:,d} (env step {env_steps:,d}): {len(returns)} games, "
                   f"return mean {stats['mean']:.2f} (median {stats['median']:.2f}, min "

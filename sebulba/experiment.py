@@ -220,10 +220,10 @@ def run(config: ml_collections.ConfigDict, make_agent: AgentBuilder, name: str, 
             every_minutes=config.checkpoint_every_minutes, keep=config.checkpoint_keep,
             metadata={"experiment": name, "env": ec.name, "seed": config.seed,
                       "config": json.loads(config.to_json())})
+    evaluator = None
     if main and config.get("eval_every_updates", 0) > 0:
-        train_kwargs["on_update"] = _with_evaluation(config, network, agent, example_obs,
-                                                     make_env, logger,
-                                                     train_kwargs.get("on_update"))
+        train_kwargs["on_update"], evaluator = _with_evaluation(
+            config, network, agent, example_obs, make_env, logger, train_kwargs.get("on_update"))
     if main:
         with open(os.path.join(run_dir, "config.json"), "w") as f:
             f.write(config.to_json(indent=2))
@@ -238,14 +238,15 @@ def run(config: ml_collections.ConfigDict, make_agent: AgentBuilder, name: str, 
     with open(os.path.join(run_dir, "summary.json"), "w") as f:
         # stopped_by tells a finished run from one stopped early by a signal (sweeps rerun those).
         json.dump({"env_steps": result.env_steps, "updates": result.updates,
-                   "stopped_by": result.stopped_by, **result.episode_summary}, f, indent=2)
+                   "stopped_by": result.stopped_by, **result.episode_summary,
+                   **(evaluator.last if evaluator is not None else {})}, f, indent=2)
     return result
 
 
 def _with_evaluation(config, network, agent: Agent, example_obs, user_make_env, logger,
                      on_update):
     """Starts periodic background evaluation (sebulba/evaluation.py); returns the on_update
-    hook that triggers it (and calls the caller's own `on_update`, if any)."""
+    hook that triggers it (and calls the caller's own `on_update`, if any), and the evaluator."""
     kind = config.get("eval_policy", "greedy")
     ap = jax.eval_shape(lambda key: agent.actor_params(agent.init(key, example_obs)),
                         jax.random.key(0))
@@ -268,7 +269,7 @@ def _with_evaluation(config, network, agent: Agent, example_obs, user_make_env, 
         evaluator.on_update(update, env_steps, state)
         if on_update is not None:
             on_update(update, env_steps, state)
-    return hook
+    return hook, evaluator
 
 
 def _restore(path: str, agent: Agent, example_obs, config: ml_collections.ConfigDict,

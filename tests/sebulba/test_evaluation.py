@@ -30,6 +30,8 @@ def test_training_logs_periodic_greedy_evaluations(tmp_path):
         assert r["eval/return_mean"] == pytest.approx(r["eval/length_mean"])
         assert 8 <= r["eval/return_min"] <= r["eval/return_mean"] <= r["eval/return_max"] <= 500
     assert not any("sps" in r for r in evals)  # evaluation rows are their own
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["eval/return_mean"] == evals[-1]["eval/return_mean"]  # for sweep --metric
 
 
 def test_eval_actor_kinds_and_errors():
