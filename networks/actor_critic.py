@@ -21,16 +21,6 @@ from networks.distributions import ActionDist, Categorical
 from networks.heads import PolicyHead
 
 
-def _dist(action_dist: ActionDist | None, num_actions: int) -> ActionDist:
-    """The configured distribution, or a Categorical over `num_actions`."""
-    if action_dist is not None:
-        return action_dist
-    if num_actions < 1:
-        raise ValueError(f"ActorCritic needs action_dist or num_actions >= 1, got "
-                         f"num_actions={num_actions}.")
-    return Categorical(num_actions)
-
-
 def _value_head(h: jax.Array) -> jax.Array:
     """Linear value [B] (gain 1.0, float32)."""
     value = nn.Dense(1, kernel_init=nn.initializers.orthogonal(1.0),
@@ -43,7 +33,26 @@ def is_recurrent(network: Any) -> bool:
     return callable(getattr(network, "initial_state", None))
 
 
-class ActorCritic(nn.Module):
+class _ActorCriticBase(nn.Module):
+    """The fields both actor-critics share, and their action distribution `dist`: the
+    configured `action_dist`, or a Categorical over `num_actions`."""
+
+    torso: nn.Module
+    num_actions: int = 0
+    shared_torso: bool = True
+    action_dist: ActionDist | None = None
+
+    @property
+    def dist(self) -> ActionDist:
+        if self.action_dist is not None:
+            return self.action_dist
+        if self.num_actions < 1:
+            raise ValueError(f"{type(self).__name__} needs action_dist or num_actions >= 1, "
+                             f"got num_actions={self.num_actions}.")
+        return Categorical(self.num_actions)
+
+
+class ActorCritic(_ActorCriticBase):
     """Torso with a policy head (networks/heads.py) and a linear value head.
 
     The action distribution is `action_dist` (see `networks.distributions.from_space`), or a
@@ -53,15 +62,6 @@ class ActorCritic(nn.Module):
     of the torso, as is usual for small vector tasks (cleanrl's CartPole/MuJoCo agents), where
     the value loss would otherwise dominate the shared features.
     """
-
-    torso: nn.Module
-    num_actions: int = 0
-    shared_torso: bool = True
-    action_dist: ActionDist | None = None
-
-    @property
-    def dist(self) -> ActionDist:
-        return _dist(self.action_dist, self.num_actions)
 
     @nn.compact
     def __call__(self, obs: Any) -> tuple[Any, jax.Array]:
@@ -73,7 +73,7 @@ class ActorCritic(nn.Module):
         return policy, _value_head(h_value)
 
 
-class RecurrentActorCritic(nn.Module):
+class RecurrentActorCritic(_ActorCriticBase):
     """Torso -> LSTM core -> policy head and value head, on time-major sequences.
 
     The torso runs on all T*B observations at once, the core is scanned over T (with resets,
@@ -85,15 +85,7 @@ class RecurrentActorCritic(nn.Module):
     shared between policy and value.
     """
 
-    torso: nn.Module
     lstm_size: int = 128
-    num_actions: int = 0
-    shared_torso: bool = True
-    action_dist: ActionDist | None = None
-
-    @property
-    def dist(self) -> ActionDist:
-        return _dist(self.action_dist, self.num_actions)
 
     def _branches(self) -> tuple[str, ...]:
         return ("policy",) if self.shared_torso else ("policy", "value")
