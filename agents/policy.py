@@ -184,19 +184,25 @@ def sampling_actor(agent, actor_params: Any, num_envs: int) -> EvalActor:
 EVAL_POLICIES = ("greedy", "sample")
 
 
-def eval_actor(kind: str, network: nn.Module, agent, actor_params: Any, num_envs: int,
-               obs_clip: float) -> EvalActor:
-    """The evaluation player of `kind`: "greedy" (`greedy_actor`; needs `ActorParams`, i.e. an
-    agent built on this module such as IMPALA and PPO) or "sample" (`sampling_actor`, any
-    agent). Raises ValueError for anything else."""
-    if kind == "sample":
-        return sampling_actor(agent, actor_params, num_envs)
-    if kind != "greedy":
+def check_eval_policy(kind: str, actor_params: Any) -> None:
+    """Raises ValueError unless `kind` can play with these actor params (arrays or shapes):
+    "greedy" needs `ActorParams` (an agent built on this module, such as IMPALA and PPO);
+    "sample" runs any agent's own actor_step."""
+    if kind not in EVAL_POLICIES:
         raise ValueError(f"evaluation policy {kind!r}; allowed: {EVAL_POLICIES}.")
-    if not isinstance(actor_params, ActorParams):
+    if kind == "greedy" and not isinstance(actor_params, ActorParams):
         raise ValueError(f"greedy evaluation needs the agent's actor_params to be "
                          f"agents.policy.ActorParams (got {type(actor_params).__name__}); "
                          f"sample instead (the agent's own actor_step).")
+
+
+def eval_actor(kind: str, network: nn.Module, agent, actor_params: Any, num_envs: int,
+               obs_clip: float) -> EvalActor:
+    """The evaluation player of `kind` (see `check_eval_policy`): `greedy_actor` or
+    `sampling_actor`."""
+    check_eval_policy(kind, actor_params)
+    if kind == "sample":
+        return sampling_actor(agent, actor_params, num_envs)
     return greedy_actor(network, actor_params, obs_clip, num_envs)
 
 

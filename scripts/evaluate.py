@@ -101,13 +101,10 @@ def load_policy(path: str, greedy: bool = True, imports: Sequence[str] = ()) -> 
     network, agent, state = load_agent_state(ckpt, config, obs, action_space)
     ap = jax.device_put(agent.actor_params(state))
     kind = "greedy" if greedy else "sample"
-    policy_lib.eval_actor(kind, network, agent, ap, 1, _obs_clip(config))  # fails early
-    return Policy(ckpt, meta, config, lambda n: policy_lib.eval_actor(
-        kind, network, agent, ap, n, _obs_clip(config)))
-
-
-def _obs_clip(config) -> float:
-    return float(config.agent.get("obs_clip", 10.0))
+    policy_lib.check_eval_policy(kind, ap)
+    obs_clip = float(config.agent.get("obs_clip", 10.0))
+    return Policy(ckpt, meta, config,
+                  lambda n: policy_lib.eval_actor(kind, network, agent, ap, n, obs_clip))
 
 
 def default_output(ckpt: str, meta: dict, name: str, ext: str) -> str:

@@ -250,10 +250,10 @@ def _with_evaluation(config, network, agent: Agent, example_obs, user_make_env, 
     kind = config.get("eval_policy", "greedy")
     ap = jax.eval_shape(lambda key: agent.actor_params(agent.init(key, example_obs)),
                         jax.random.key(0))
-    if kind == "greedy" and not isinstance(ap, policy.ActorParams):
-        raise ConfigError(f"eval_policy='greedy' needs the agent's actor_params to be "
-                          f"agents.policy.ActorParams (got {type(ap).__name__}); use "
-                          f"eval_policy='sample' (the agent's own actor_step).")
+    try:
+        policy.check_eval_policy(kind, ap)
+    except ValueError as e:
+        raise ConfigError(f"eval_policy={kind!r}: {e}") from None
     obs_clip = float(config.agent.get("obs_clip", 10.0))
     eval_cfg = evaluation.eval_env_config(config)
     # Env ids get the evaluation settings (whole games); a user's env factory is used as is.
