@@ -7,7 +7,12 @@
 The agent is `config.agent_name` (IMPALA and PPO are registered below; yours with
 `agents.register_agent`, docs/howto_agent.md). Configs without an `agent_name` field get the
 one registered agent whose hyperparameter dataclass has exactly the fields of `config.agent`.
-A user script imports its own modules (which register envs, torsos, agents) and then calls
+User modules that register envs, torsos or agents load with `--import my_module` (a dotted
+name or a .py file; repeatable; every entry point that takes --config has it):
+
+    python experiments/train.py --import my_envs.py --config.env.name=MyEnv-v0
+
+or a user script imports them and then calls
 `sebulba.experiment.cli(experiments.train.run, "path/to/config.py")`, as
 examples/driving/train.py does.
 """

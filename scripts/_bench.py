@@ -56,6 +56,12 @@ def make_config(env: str, algo: str, torso: str, num_envs: int, actor_threads: i
     return config
 
 
+def set_actor_overlap(config, mode: str) -> None:
+    """RuntimeConfig.actor_overlap for this measurement ("auto", "on", "off")."""
+    with config.unlocked():
+        config.actor_overlap = mode
+
+
 def set_field(config, assignment: str) -> None:
     """Applies "a.b=value" to a ConfigDict; the value is a Python literal or else a string,
     and must fit the field's type (ConfigDict checks)."""
@@ -177,46 +183,88 @@ def bench_env_only(opts, config, algo: str) -> tuple[float, str]:
     return sps, f"{len(pools)} pools x {config.num_envs} envs, random actions"
 
 
+def actor_class(opts):
+    """The ActorThread to measure: the runtime's (`--actor_impl current`) or the frozen copy
+    of the pre-overlap actor (`before`, scripts/_actor_before.py), which takes none of the
+    new keyword arguments."""
+    if getattr(opts, "actor_impl", "current") == "current":
+        from sebulba.actor import ActorThread
+        return ActorThread
+    from scripts._actor_before import ActorThread as Before
+
+    def make(*, make_env_sized=None, overlap=None, num_envs=None, policy=None, **kw):
+        del make_env_sized, overlap, num_envs, policy  # the old actor has one pool, no overlap
+        return Before(**kw)
+    return make
+
+
 def bench_env_infer(opts, config, algo: str) -> tuple[float, str]:
+    """The runtime's own actor threads (sebulba.actor.ActorThread: overlap, rollout assembly,
+    shipping) with fixed parameters; a drain thread per actor drops the rollouts."""
+    import queue
     import jax
-    devices = [jax.local_devices()[i] for i in config.actor_device_ids]
-    layout = [d for d in devices for _ in range(config.num_actor_threads)]
-    pools = _pools(opts, config)
-    agent = make_agent(config, algo, pools[0].action_space)
-    first_obs = [env.reset() for env in pools]
-    state = agent.init(jax.random.key(opts.seed), jax.tree.map(lambda x: x[:1], first_obs[0]))
-    params = {d: jax.device_put(agent.actor_params(state), d) for d in devices}
+    from jax.sharding import SingleDeviceSharding
+    from sebulba import envs, experiment
+    from sebulba.pipeline import Lifetime, ParamsSource
+    ec, rc = experiment.env_config(config), experiment.runtime_config(config)
+    devices = [jax.local_devices()[i] for i in rc.actor_device_ids]
+    layout = [d for d in devices for _ in range(rc.num_actor_threads)]
+    probe = envs.make_env(ec, 1, opts.seed)
+    obs0, space = probe.reset(), probe.action_space
+    probe.close()
+    agent = make_agent(config, algo, space)
+    state = agent.init(jax.random.key(opts.seed), obs0)
+    lifetime = Lifetime()
+    params = ParamsSource(devices, lifetime)
+    params.publish(agent.actor_params(state), 0)
+    make_actor = actor_class(opts)
+    sized = lambda n, seed: envs.make_env(ec, n, seed)  # noqa: E731
+    counts = [0] * len(layout)
+    box: list[float] = []
+    actors, drains = [], []
 
-    @jax.jit
-    def policy(params, obs, key, core):  # as sebulba.actor.ActorThread._policy_step
-        key, sub = jax.random.split(key)
-        if core is None:
-            return agent.actor_step(params, obs, sub)[0], key, None
-        action, _, core = agent.actor_step(params, obs, sub, core)  # (no episode resets here)
-        return action, key, core
-
-    def core0(device):  # recurrent agents: each env's core state, on the actor device
-        return (jax.device_put(agent.initial_core_state(config.num_envs), device)
-                if agent.recurrent else None)
-
-    for d in devices:  # compile before timing (one executable per device)
-        jax.block_until_ready(policy(params[d], jax.device_put(first_obs[0], d),
-                                     jax.device_put(jax.random.key(0), d), core0(d)))
-
-    def body(i, barrier, box):
-        env, device = pools[i], layout[i]
-        p = params[device]
-        carry = [first_obs[i], jax.device_put(jax.random.key(opts.seed + i), device),
-                 core0(device)]
-
-        def step():  # the actor's hot loop, nothing else
-            action, carry[1], carry[2] = policy(p, jax.device_put(carry[0], device), *carry[1:])
-            carry[0] = env.step(jax.device_get(action)).obs
-
-        return env.num_envs * timed_steps(step, opts.warmup_steps, barrier, box)
-
-    sps = run_on_pools(pools, body, opts.seconds)
-    return sps, f"{len(layout)} threads x {config.num_envs} envs, jitted policy on {devices[0]}"
+    def drain(i, q):  # counts the steps of rollouts that arrive inside the timed window
+        while not lifetime.stopping:
+            try:
+                msg = q.get(timeout=0.1)
+            except queue.Empty:
+                continue
+            if box and box[0] <= time.perf_counter() <= box[1]:
+                counts[i] += msg.env_steps
+            elif not box:
+                counts[i] = -1  # warmed up: this thread has delivered a rollout
+    for i, device in enumerate(layout):
+        q: queue.Queue = queue.Queue(maxsize=rc.queue_size)
+        actors.append(make_actor(
+            actor_id=i, device=device, agent=agent,
+            make_env=lambda s: sized(rc.num_envs, s), seed=opts.seed + 100_003 * (i + 1),
+            unroll_length=rc.unroll_length, params=params, out_queue=q,
+            learner_sharding=SingleDeviceSharding(device), lifetime=lifetime,
+            make_env_sized=sized, overlap=rc.actor_overlap, num_envs=rc.num_envs))
+        drains.append(threading.Thread(target=drain, args=(i, q), daemon=True))
+    for t in actors + drains:
+        t.start()
+    try:
+        while any(c == 0 for c in counts):  # compile and fill: every actor shipped once
+            time.sleep(0.05)
+            lifetime.raise_if_failed()
+        for _ in range(2):  # let the next rollouts start cleanly before the clock
+            time.sleep(0.2)
+        counts[:] = [0] * len(layout)
+        start = time.perf_counter()
+        box[:] = [start, start + opts.seconds]
+        time.sleep(opts.seconds)
+        elapsed = time.perf_counter() - start
+    finally:
+        lifetime.stop()
+        for t in actors + drains:
+            t.join(timeout=30)
+    lifetime.raise_if_failed()
+    overlap = [getattr(a, "overlapping", False) for a in actors]
+    mode = "overlapped half-pools" if all(overlap) else "one pool"
+    return sum(counts) / elapsed, (f"{len(layout)} threads x {rc.num_envs} envs, "
+                                   f"{getattr(opts, 'actor_impl', 'current')} actor, {mode}, "
+                                   f"on {devices[0]}")
 
 
 def _random_rollout(agent, params, obs0, T: int, b: int, action_space, rng):
@@ -299,12 +347,16 @@ def bench_end_to_end(opts, config, algo: str) -> tuple[float, str]:
         if mark and update >= k + 3 and time.perf_counter() - mark[0] >= opts.seconds:
             raise Stopped()  # runner.train treats this as a clean stop
 
+    from sebulba import runner
+    real_actor = runner.ActorThread
+    runner.ActorThread = actor_class(opts)  # --actor_impl before: the pre-overlap actor
     try:
         result = experiment.run(config, _builder(config, algo),
                                 name=algo.removesuffix("_sync"), on_update=on_update)
         with open(os.path.join(run_dir, "metrics.jsonl")) as f:
             lines = [json.loads(line) for line in f if line.strip()]
     finally:
+        runner.ActorThread = real_actor
         shutil.rmtree(run_dir, ignore_errors=True)
     if len(lines) <= k:
         raise RuntimeError(f"end_to_end: only {len(lines)} updates logged; need more than "

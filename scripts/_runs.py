@@ -17,7 +17,8 @@ import numpy as np
 SWEEP_RUN_FILE = "sweep_run.json"  # written by sweep.py into each run dir it launches
 # Config fields that differ between runs without making them different settings.
 NOT_A_SETTING = ("seed", "run_dir", "resume", "console_every_s", "distributed.",
-                 "checkpoint_", "stall_warning_s", "join_timeout_s")
+                 "checkpoint_", "stall_warning_s", "join_timeout_s", "wandb.")
+ENV_FIELD = "env.name"  # the game or task: plot.py's aggregates group by it apart from settings
 
 
 def read_json(path: str) -> Any | None:
@@ -57,12 +58,12 @@ def flatten(d: dict, prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def labels(run_dirs: list[str]) -> dict[str, str]:
+def labels(run_dirs: list[str], exclude: tuple[str, ...] = ()) -> dict[str, str]:
     """A setting label per run: the sweep's, else the config fields that differ between runs.
 
     Runs whose configs differ only in NOT_A_SETTING fields (seed, run dir ...) share a label,
     so their curves are one setting with a seed spread. Runs without config.json keep their
-    directory name.
+    directory name. Fields in `exclude` (e.g. ENV_FIELD) are left out of the labels too.
     """
     out: dict[str, str] = {}
     configs: dict[str, dict] = {}
@@ -70,10 +71,12 @@ def labels(run_dirs: list[str]) -> dict[str, str]:
         meta = read_json(os.path.join(run, SWEEP_RUN_FILE))
         config = read_json(os.path.join(run, "config.json"))
         if meta is not None:
-            out[run] = meta["label"]
+            overrides = {k: v for k, v in meta.get("overrides", {}).items() if k not in exclude}
+            out[run] = (" ".join(f"{k}={v}" for k, v in overrides.items()) or "base"
+                        if exclude else meta["label"])
         elif config is not None:
             configs[run] = {k: v for k, v in flatten(config).items()
-                            if not k.startswith(NOT_A_SETTING)}
+                            if not k.startswith(NOT_A_SETTING + exclude)}
         else:
             out[run] = os.path.basename(run)
     keys = sorted({k for c in configs.values() for k in c})
@@ -81,6 +84,23 @@ def labels(run_dirs: list[str]) -> dict[str, str]:
     for run, c in configs.items():
         out[run] = " ".join(f"{k}={c.get(k)}" for k in varying) or "all runs"
     return out
+
+
+def env_of(run_dir: str) -> str:
+    """The run's env (config.json's env.name), "-" when it has no config.json."""
+    config = read_json(os.path.join(run_dir, "config.json")) or {}
+    return str(flatten(config).get(ENV_FIELD, "-"))
+
+
+def final_value(run_dir: str, metric: str) -> float | None:
+    """The run's final `metric`: summary.json's once it finished (the value the sweep table
+    reports), else the last logged point (a run still going, or one from elsewhere)."""
+    summary = read_json(os.path.join(run_dir, "summary.json")) or {}
+    value = summary.get(metric)
+    if value is not None and math.isfinite(float(value)):
+        return float(value)
+    curve = load_curve(run_dir, metric)
+    return None if curve is None else float(curve["value"][-1])
 
 
 def load_curve(run_dir: str, metric: str) -> dict[str, np.ndarray] | None:

@@ -7,9 +7,11 @@ so the rows can be compared directly (code: scripts/_bench.py):
   env_only    Environments alone: each actor thread steps its own EnvPool batch of
               num_envs / (actor devices x actor_threads) envs with random actions, the same
               thread/pool layout as the runtime: the ceiling for the run.
-  env_infer   The actor's hot loop without training: the same threads and pools; each step does
-              device_put(obs) -> one jitted policy call (the agent's actor_step) ->
-              np.asarray(action) -> env.step.
+  env_infer   The actor threads without training: the runtime's own sebulba.actor.ActorThread
+              (overlapped half-pools per RuntimeConfig.actor_overlap, `--actor_overlap`;
+              rollout assembly and shipping included) with fixed parameters, the same
+              threads and pools; the rollouts are dropped. `--actor_impls before,current`
+              also measures the pre-overlap actor (scripts/_actor_before.py) in the same run.
   learner     One compiled learn step (the runtime's make_learn_fn over the learner mesh) on a
               batch of T x num_envs, after compilation: steps/s = T * num_envs / step time.
   end_to_end  The real runtime (`sebulba.experiment.run` with the agent builder of
@@ -104,6 +106,13 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--fake_devices", type=int, default=0,
                    help="fake N CPU devices (sets XLA_FLAGS before importing jax)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--actor_overlap", default="auto", choices=("auto", "on", "off"),
+                   help="RuntimeConfig.actor_overlap: half-pools stepped in turn (on), one "
+                        "pool (off), auto = on for EnvPool ids")
+    p.add_argument("--actor_impls", default="current",
+                   help="comma-separated: current (sebulba/actor.py) and/or before (the "
+                        "pre-overlap actor, scripts/_actor_before.py); env_infer and "
+                        "end_to_end are measured once per actor, in this run")
     p.add_argument("--csv", default="", help="append result rows to this CSV file")
     p.add_argument("--study", action="store_true", help="loop over the --study_* grid")
     p.add_argument("--algos", default="impala,ppo", help="study: algorithms")
@@ -114,6 +123,11 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--plot", default="", help="study: PNG path (default: the CSV's, .png)")
     args = p.parse_args(argv)
     args.measures = [m.strip() for m in args.measures.split(",") if m.strip()]
+    args.actor_impls = [a.strip() for a in args.actor_impls.split(",") if a.strip()]
+    for a in args.actor_impls:
+        if a not in ("current", "before"):
+            p.error(f"--actor_impls: unknown actor {a!r}; allowed: current, before")
+    args.actor_impl = args.actor_impls[0]
     for m in args.measures:
         if m not in MEASURES:
             p.error(f"unknown measure {m!r}; allowed: {', '.join(MEASURES)}")
@@ -167,6 +181,8 @@ class Recorder:
         sps, detail = _bench.BENCHES[measure](self.args, config.copy_and_resolve_references(),
                                               algo)
         load1 = os.getloadavg()[0]
+        if measure == "end_to_end":
+            detail = f"{self.args.actor_impl} actor, overlap {self.args.actor_overlap}; {detail}"
         row = dict(env=config.env.name, algo="-" if measure == "env_only" else algo,
                    torso=config.network.torso,
                    num_envs=config.num_envs * len(config.actor_device_ids)
@@ -193,14 +209,32 @@ def single(args, rec: Recorder) -> dict[str, float]:
     config = _bench.make_config(args.env, args.algo, args.torso, args.num_envs,
                                 args.actor_threads, args.actor_device_ids,
                                 args.learner_device_ids, args.unroll_length, args.seed, args.set)
-    results = {m: rec.measure(m, args.algo, config)["steps_per_s"] for m in args.measures}
+    _bench.set_actor_overlap(config, args.actor_overlap)
+    results: dict[str, float] = {}
+    for m in args.measures:
+        # The actor only changes env_infer and end_to_end: those run once per --actor_impls.
+        impls = args.actor_impls if m in ("env_infer", "end_to_end") else args.actor_impls[:1]
+        for impl in impls:
+            args.actor_impl = impl
+            key = m if len(impls) == 1 else f"{m}[{impl}]"
+            results[key] = rec.measure(m, args.algo, config)["steps_per_s"]
+    args.actor_impl = args.actor_impls[0]
     print(f"\n{'measure':<11s} {'steps/s':>12s}  detail")
     for row in rec.rows:
         print(f"{row['measure']:<11s} {row['steps_per_s']:>12,.0f}  {row['detail']}")
-    if "end_to_end" in results:
-        for base in ("env_only", "env_infer"):
+    for impl in args.actor_impls:
+        tag = "" if len(args.actor_impls) == 1 else f"[{impl}]"
+        e2e, infer = results.get(f"end_to_end{tag}"), results.get(f"env_infer{tag}")
+        if e2e is None:
+            continue
+        for base in ("env_only", f"env_infer{tag}"):
             if base in results:
-                print(f"end_to_end / {base:<9s} = {results['end_to_end'] / results[base]:.3f}")
+                print(f"end_to_end{tag} / {base:<9s} = {e2e / results[base]:.3f}")
+        if infer and "learner" in results:
+            # Actors and learner sharing the same cores can at best add their times up.
+            bound = 1.0 / (1.0 / infer + 1.0 / results["learner"])
+            print(f"end_to_end{tag} / shared-core bound 1/(1/env_infer+1/learner) "
+                  f"({bound:,.0f}) = {e2e / bound:.3f}")
     return results
 
 

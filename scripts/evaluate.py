@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib
-import importlib.util
 import json
 import os
 import sys
@@ -38,6 +36,8 @@ from agents import policy as policy_lib  # noqa: E402
 from sebulba import checkpoint, envs, experiment  # noqa: E402
 # The game loop and its settings are shared with in-training evaluation (re-exported here).
 from sebulba.evaluation import EVAL_SEED, eval_env_config, play, summarize  # noqa: E402,F401
+# --import: one implementation for every entry point (re-exported for benchmark.py and tests).
+from sebulba.user_modules import HELP as _IMPORT_HELP, import_modules  # noqa: E402,F401
 
 @dataclasses.dataclass
 class Policy:
@@ -49,27 +49,6 @@ class Policy:
     meta: dict
     config: Any  # the run's ml_collections ConfigDict
     new_actor: Callable[[int], policy_lib.EvalActor]
-
-
-def import_modules(names: Sequence[str]) -> None:
-    """Imports the user modules (dotted names or .py files) that register a run's env, torso or
-    agent, so that its saved config can be rebuilt."""
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())  # user modules live beside where the command runs
-    for name in names:
-        try:
-            if name.endswith(".py"):
-                spec = importlib.util.spec_from_file_location(
-                    os.path.splitext(os.path.basename(name))[0], name)
-                if spec is None or not os.path.isfile(name):
-                    raise ImportError(f"no such file: {os.path.abspath(name)}")
-                spec.loader.exec_module(importlib.util.module_from_spec(spec))
-            else:
-                importlib.import_module(name)
-        except ImportError as e:
-            raise ValueError(f"--import {name!r} failed: {e}. Give a module importable from "
-                             f"the current directory (e.g. examples.driving.env) or a .py "
-                             f"file.") from e
 
 
 def load_agent_state(ckpt: str, config, obs, action_space):
@@ -115,8 +94,7 @@ def default_output(ckpt: str, meta: dict, name: str, ext: str) -> str:
 
 def add_import_flag(p: argparse.ArgumentParser) -> None:
     p.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
-                   help="a module (dotted name, or a .py file) to import first: one that "
-                        "registers the run's env, torso or agent; repeatable")
+                   help=_IMPORT_HELP)
 
 
 def parse_args(argv=None) -> argparse.Namespace:

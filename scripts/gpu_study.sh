@@ -1,34 +1,35 @@
 #!/usr/bin/env bash
-# GPU throughput study (one prepared run, under 10 minutes): env-only ceiling on all CPU cores,
-# IMPALA and PPO end to end on Breakout with actor and learner sharing GPU 0.
-# Usage on a GPU host (after `pip install -r requirements-cuda12.txt`):
-#   bash scripts/gpu_study.sh OUT_DIR [RUNS_DIR]
+# GPU throughput study (one prepared run, <= 8 minutes on a 16-core GPU host): Breakout-v5 with
+# the default IMPALA config (IMPALA ResNet), actor and learner sharing GPU 0. For three actor
+# layouts (the auto default, 2 threads x 64 envs, 4 threads x 32 envs) it measures env_only,
+# env_infer, learner and end_to_end (scripts/benchmark.py), then the time from launch to the
+# first learner update (scripts/startup_time.py, a cold and a warm compilation cache).
+# Writes $OUT/benchmark.csv, $OUT/startup.csv and one table, $OUT/table.md.
+# Usage (after `pip install -r requirements-cuda12.txt`, or the bundle of ../shared/gpu):
+#   bash scripts/gpu_study.sh [OUT_DIR] [SECONDS_PER_MEASURE]
 set -uo pipefail
 out=${1:-runs/gpu-study}
-runs=${2:-$out/runs}  # training run directories (TensorBoard, metrics.jsonl)
-mkdir -p "$out" "$runs"
+secs=${2:-8}
+mkdir -p "$out"
 export PYTHONUNBUFFERED=1
-{ nvidia-smi -L; nproc; python3 -c "import jax; print(jax.__version__, jax.devices())"; } \
+{ nvidia-smi -L 2>/dev/null; nproc; python3 -c "import jax; print(jax.__version__, jax.devices())"; } \
     2>&1 | tee "$out/hardware.txt"
-ncpu=$(nproc)
-# 1. Env-only ceiling with every core, then IMPALA's four measures at the default layout.
-timeout 100 python3 scripts/benchmark.py --env Breakout-v5 --num_envs $((ncpu * 8)) \
-    --actor_threads 4 --seconds 10 --measures env_only,env_infer \
-    --csv "$out/benchmark.csv" 2>&1 | grep -v '^\[' | tee "$out/ceiling.txt"
-timeout 180 python3 scripts/benchmark.py --env Breakout-v5 --num_envs 64 --actor_threads 2 \
-    --seconds 15 --csv "$out/benchmark.csv" 2>&1 | grep -v '^\[' | tee "$out/bench_impala.txt"
-# 2. End-to-end training with the default experiment configs (IMPALA ResNet), fixed budget.
-for exp in impala ppo; do
-  timeout 100 python3 experiments/${exp}_atari.py --config=experiments/configs/${exp}_atari.py \
-      --config.total_env_steps=2000000 --config.run_dir="$runs/$exp" \
-      --config.checkpoint_keep=0 --config.console_every_s=10 2>&1 | tail -n 15 > "$out/$exp.txt"
-  python3 - "$runs/$exp" <<'PY' | tee -a "$out/$exp.txt"
-import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1] + "/metrics.jsonl")]
-k = min(3, len(rows) - 2)  # skip compile: SPS between update k and the last one
-a, b = rows[k], rows[-1]
-print(f"{sys.argv[1]}: {len(rows)} updates, steady SPS "
-      f"{(b['step'] - a['step']) / (b['time'] - a['time']):.0f}, "
-      f"learner step {b['time/learner_step_s']:.3f}s, lag {b['policy_lag/mean']:.1f}")
-PY
+cache=$(mktemp -d)  # a fresh compilation cache: launch 1 is cold, launch 2 warm
+# layout name : benchmark flags (total envs, threads per actor device; 0 = auto) : config flags
+layouts=("auto:--num_envs 0 --actor_threads 0:"
+         "2x64:--num_envs 128 --actor_threads 2:--config.num_actor_threads=2 --config.num_envs=64"
+         "4x32:--num_envs 128 --actor_threads 4:--config.num_actor_threads=4 --config.num_envs=32")
+for spec in "${layouts[@]}"; do
+  IFS=: read -r name bflags cflags <<< "$spec"
+  echo "== $name"
+  # shellcheck disable=SC2086
+  timeout 150 python3 scripts/benchmark.py --env Breakout-v5 --torso impala_resnet $bflags \
+      --seconds "$secs" --skip_updates 3 --csv "$out/benchmark.csv" --label "$name" 2>&1 \
+      | grep -v '^\[' | tee "$out/bench_$name.txt"
+  # shellcheck disable=SC2086
+  timeout 150 python3 scripts/startup_time.py --repeat 2 --timeout 120 \
+      --csv "$out/startup.csv" --label "$name" -- experiments/impala_atari.py \
+      --config=experiments/configs/impala_atari.py --config.compilation_cache_dir="$cache" \
+      $cflags 2>&1 | tee -a "$out/startup_$name.txt"
 done
+python3 scripts/study_table.py "$out/benchmark.csv" "$out/startup.csv" | tee "$out/table.md"

@@ -160,6 +160,7 @@ def command(args, run: Run, resume: bool) -> list[str]:
            f"--config.console_every_s={args.console_every_s}"]
     cmd += [f"--config.{k}={v}" for k, v in args.fixed.items()]
     cmd += [f"--config.{k}={v}" for k, v in run.overrides.items()]
+    cmd += [f"--import={m}" for m in args.imports]  # user modules, for every run
     return cmd + ([f"--config.resume={os.path.abspath(run.run_dir)}"] if resume else [])
 
 
@@ -314,6 +315,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--experiment", required=True, help="experiment script, e.g. "
                    "experiments/impala_atari.py")
     p.add_argument("--config", required=True, help="config file[:variant]")
+    p.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
+                   help="passed to every run: a module (dotted name, or a .py file) that "
+                        "registers the runs' env, torso or agent; repeatable")
     p.add_argument("--grid", action="append", default=[], metavar="FIELD=V1,V2",
                    help="values of one config field (repeat for a product)")
     p.add_argument("--seeds", default="0", help="comma-separated seeds (default 0)")

@@ -8,6 +8,11 @@ and the full config. Layout, under `<run_dir>/checkpoints/<update>/`:
     meta/    the JSON metadata (see `Checkpointer.save`); also the tree's paths, shapes, dtypes
 The state is copied to the host before saving, because the runtime donates the device buffers to
 the next update; orbax then writes it in the background while training goes on.
+
+A checkpoint whose files cannot be read (a truncated `meta/metadata`, a damaged tensorstore data
+file, e.g. after a full disk or a copy cut short) raises `DamagedCheckpointError` naming it.
+`restore` from a run dir or a `checkpoints` dir falls back to the newest intact checkpoint with a
+one-line warning; from an explicit checkpoint dir it fails, listing the intact ones.
 """
 from __future__ import annotations
 
@@ -24,6 +29,21 @@ from flax import serialization
 PyTree = Any
 FORMAT_VERSION = 1
 _ITEMS = ("state", "meta")
+_REQUIRED_META = ("tree", "env_steps", "updates")
+DAMAGED_PREFIX = "damaged-"  # damaged checkpoints moved aside (see `move_aside`) get this name
+
+
+class DamagedCheckpointError(ValueError):
+    """A checkpoint's files cannot be read: the message names the checkpoint and the cause."""
+
+    def __init__(self, checkpoint: str, cause: str, intact: list[str] | None = None) -> None:
+        self.checkpoint, self.cause = checkpoint, cause
+        msg = f"checkpoint {checkpoint} is damaged and cannot be read ({cause})"
+        if intact is not None:
+            msg += (f". Intact checkpoints: {', '.join(intact)}; resume from one of them, or "
+                    f"from the run dir to take the newest intact one." if intact else
+                    ". No intact checkpoint is left beside it.")
+        super().__init__(msg)
 
 
 @dataclasses.dataclass
@@ -35,6 +55,8 @@ class Progress:
     updates: int = 0
     episodes: dict = dataclasses.field(default_factory=dict)  # EpisodeStats.state_dict()
     metadata: dict = dataclasses.field(default_factory=dict)  # as saved (restore only)
+    damaged: list = dataclasses.field(default_factory=list)  # newer damaged ones (restore only)
+    checkpoint: str = ""  # the checkpoint dir restored (restore only)
 
 
 class _OrbaxInfoFilter(logging.Filter):
@@ -172,7 +194,7 @@ def resolve(path: str) -> str:
     Raises FileNotFoundError naming the path and what was looked for.
     """
     path = os.path.abspath(os.path.expanduser(path))
-    if all(os.path.isdir(os.path.join(path, item)) for item in _ITEMS):
+    if is_checkpoint_dir(path):
         return path
     for ckpt_dir in (os.path.join(path, "checkpoints"), path):
         steps = list_steps(ckpt_dir)
@@ -197,22 +219,98 @@ def run_dir_of(checkpoint: str) -> str | None:
     return os.path.dirname(parent) if os.path.basename(parent) == "checkpoints" else None
 
 
+def _cause(e: BaseException) -> str:
+    """An exception as one short line (tensorstore errors run to several hundred characters)."""
+    text = " ".join(str(e).split()) or type(e).__name__
+    return f"{type(e).__name__}: {text[:300]}{' ...' if len(text) > 300 else ''}"
+
+
 def load_metadata(path: str) -> dict:
-    """The JSON metadata of the checkpoint `path` resolves to (cheap: no arrays are read)."""
+    """The JSON metadata of the checkpoint `path` resolves to (cheap: no arrays are read).
+
+    Raises DamagedCheckpointError when it is unreadable or lacks the fields every save writes.
+    """
     ocp = _import_orbax()
     ckpt = resolve(path)
     reader = ocp.Checkpointer(ocp.JsonCheckpointHandler(),
                               multiprocessing_options=_single_process(ocp))
-    return reader.restore(os.path.join(ckpt, "meta"))
+    try:  # a truncated file raises json's JSONDecodeError, which names no path
+        meta = reader.restore(os.path.join(ckpt, "meta"))
+    except (ValueError, OSError) as e:
+        raise DamagedCheckpointError(ckpt, f"meta/metadata: {_cause(e)}") from e
+    missing = [k for k in _REQUIRED_META if not isinstance(meta, dict) or k not in meta]
+    if missing:
+        raise DamagedCheckpointError(ckpt, f"meta/metadata lacks {missing}")
+    return meta
 
 
 def load_raw(path: str) -> tuple[dict, dict]:
-    """(learner state as a nested dict of numpy arrays, metadata); no structure check."""
+    """(learner state as a nested dict of numpy arrays, metadata); no structure check.
+
+    Raises DamagedCheckpointError when a file of the checkpoint cannot be read.
+    """
     ocp = _import_orbax()
     ckpt = resolve(path)
+    meta = load_metadata(ckpt)
     reader = ocp.StandardCheckpointer(multiprocessing_options=_single_process(ocp))
-    state = reader.restore(os.path.join(ckpt, "state"))
-    return state, load_metadata(ckpt)
+    try:  # tensorstore reports damaged data as ValueError("DATA_LOSS: ..."/"OUT_OF_RANGE: ...")
+        state = reader.restore(os.path.join(ckpt, "state"))
+    except (ValueError, OSError) as e:
+        raise DamagedCheckpointError(ckpt, f"state/: {_cause(e)}") from e
+    return state, meta
+
+
+def is_checkpoint_dir(path: str) -> bool:
+    """Whether `path` itself is one checkpoint (holds state/ and meta/), not a dir of them."""
+    return all(os.path.isdir(os.path.join(path, item)) for item in _ITEMS)
+
+
+def candidates(path: str) -> list[str]:
+    """The checkpoints `path` may mean, newest first: itself if it is a checkpoint dir, else the
+    finished checkpoints of its `checkpoints/` subdir (a run dir) or of itself."""
+    path = os.path.abspath(os.path.expanduser(path))
+    if is_checkpoint_dir(path):
+        return [path]
+    for ckpt_dir in (os.path.join(path, "checkpoints"), path):
+        steps = list_steps(ckpt_dir)
+        if steps:
+            return [os.path.join(ckpt_dir, str(s)) for s in reversed(steps)]
+    return []
+
+
+def damage(ckpt: str) -> str | None:
+    """Why the checkpoint `ckpt` cannot be read (reads it whole), or None when it is intact."""
+    try:
+        load_raw(ckpt)
+    except DamagedCheckpointError as e:
+        return e.cause
+    return None
+
+
+def _intact_siblings(ckpt: str) -> list[str]:
+    """The intact checkpoints beside `ckpt` (in its parent dir), newest first."""
+    return [c for c in candidates(os.path.dirname(ckpt)) if c != ckpt and damage(c) is None]
+
+
+def check_metadata(ckpt: str) -> None:
+    """Cheap early check of one checkpoint dir (its JSON metadata only): raises
+    DamagedCheckpointError naming it and listing the intact checkpoints beside it."""
+    try:
+        load_metadata(ckpt)
+    except DamagedCheckpointError as e:
+        raise DamagedCheckpointError(e.checkpoint, e.cause, _intact_siblings(ckpt)) from e
+
+
+def move_aside(ckpt: str) -> str:
+    """Renames a damaged `<dir>/<update>` to `<dir>/damaged-<update>`, out of the way of
+    `list_steps` and of orbax (a resumed run saves that update again); returns the new path."""
+    parent, name = os.path.split(os.path.abspath(ckpt))
+    target = os.path.join(parent, DAMAGED_PREFIX + name)
+    n = 1
+    while os.path.exists(target):  # the same update damaged twice: keep both
+        target, n = os.path.join(parent, f"{DAMAGED_PREFIX}{name}.{n}"), n + 1
+    os.rename(ckpt, target)
+    return target
 
 
 def check_compatible(saved: Mapping[str, list], expected: Mapping[str, list],
@@ -249,8 +347,41 @@ def restore(path: str, template: PyTree, *, experiment: str | None = None,
     e.g. `jax.eval_shape(agent.init, key, obs)`). Raises ValueError, naming what differs, when
     the checkpoint is from another experiment or its tree structure, shapes or dtypes differ.
     `config` (the current config as a dict) only makes the error name the config changes.
+
+    Damaged checkpoints (unreadable files): for a run dir or a `checkpoints` dir, the newest
+    intact one is restored, with a one-line warning naming the damaged newer ones (listed in
+    the result's `damaged`); for a checkpoint dir, DamagedCheckpointError names it and lists
+    the intact checkpoints beside it.
     """
-    ckpt = resolve(path)
+    found = candidates(path)
+    if not found:
+        resolve(path)  # raises FileNotFoundError naming what was looked for
+    if is_checkpoint_dir(os.path.abspath(os.path.expanduser(path))):
+        try:
+            return _restore_one(found[0], template, experiment, config)
+        except DamagedCheckpointError as e:
+            raise DamagedCheckpointError(e.checkpoint, e.cause, _intact_siblings(found[0])) from e
+    damaged: list[DamagedCheckpointError] = []
+    for ckpt in found:
+        try:
+            progress = _restore_one(ckpt, template, experiment, config)
+        except DamagedCheckpointError as e:
+            damaged.append(e)
+            continue
+        if damaged:
+            print(f"warning: damaged checkpoint(s) skipped: "
+                  f"{'; '.join(f'{e.checkpoint} ({e.cause[:120]})' for e in damaged)}; "
+                  f"resuming from the newest intact one, {ckpt}", flush=True)
+        progress.damaged = [e.checkpoint for e in damaged]
+        return progress
+    raise DamagedCheckpointError(
+        damaged[0].checkpoint, f"{damaged[0].cause}; all {len(damaged)} checkpoint(s) under "
+        f"{os.path.abspath(path)} are damaged: {', '.join(e.checkpoint for e in damaged)}",
+        intact=[])
+
+
+def _restore_one(ckpt: str, template: PyTree, experiment: str | None,
+                 config: Mapping | None) -> Progress:
     meta = load_metadata(ckpt)
     if experiment is not None and meta.get("experiment") not in (None, experiment):
         raise ValueError(f"checkpoint {ckpt} was written by experiment "
@@ -269,7 +400,7 @@ def restore(path: str, template: PyTree, *, experiment: str | None = None,
         node[leaf] = jax.random.wrap_key_data(node[leaf], impl=impl)
     state = serialization.from_state_dict(template, state)
     return Progress(state, int(meta["env_steps"]), int(meta["updates"]),
-                    meta.get("episodes") or {}, meta)
+                    meta.get("episodes") or {}, meta, checkpoint=ckpt)
 
 
 def load_params(path: str) -> tuple[PyTree, dict]:

@@ -5,11 +5,18 @@ that `jax.distributed.initialize()` detects itself (SLURM, Open MPI, TPU pods). 
 run over NCCL on GPUs, ICI/DCN on TPUs, and gloo on CPUs (how the tests run two processes on one
 machine). If a process dies, the coordination service's heartbeat makes the others abort
 within about `heartbeat_timeout_s`, so a broken run never hangs in a collective.
+
+A collective that fails because a peer died (gloo/NCCL connection errors) is recognised by
+`lost_peer`; the runner raises `PeerLost` and `exit_lost_peer` ends the process with one message.
+It must not exit normally: jax's atexit hook calls `jax.distributed.shutdown()`, whose shutdown
+barrier cannot complete without the dead peer, and the coordination client then aborts the
+process (SIGABRT, a C++ stack dump) once the heartbeat times out.
 """
 from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 from typing import Sequence
 
 import jax
@@ -93,3 +100,39 @@ def gather_episodes(episodes: list[tuple[float, int]], capacity: int
         local[i] = (ret, length, 1.0)
     every = np.asarray(multihost_utils.process_allgather(local)).reshape(-1, 3)
     return [(float(r), int(n)) for r, n, present in every if present > 0]
+
+
+class PeerLost(RuntimeError):
+    """A collective failed because another process of the job died or became unreachable."""
+
+
+# Substrings of the runtime errors a dead peer causes in a collective (gloo on CPU, NCCL on
+# GPU) or in the coordination service; matched case-insensitively.
+_PEER_ERRORS = ("gloo", "nccl", "connection reset", "connection closed", "connection refused",
+                "broken pipe", "socket closed", "heartbeat", "coordination service",
+                "remote task has failed")
+
+
+def lost_peer(error: BaseException) -> str | None:
+    """Names the lost process ("process 1 of 2") when `error` is a collective failing
+    because a peer died; None otherwise (including single-process runs).
+
+    gloo reports the peer's socket address, not its rank: with two processes it is the other
+    one; with more, the message says which address failed."""
+    if jax.process_count() == 1 or not isinstance(error, jax.errors.JaxRuntimeError):
+        return None
+    text = str(error)
+    if not any(marker in text.lower() for marker in _PEER_ERRORS):
+        return None
+    n, me = jax.process_count(), jax.process_index()
+    detail = text.strip().splitlines()[0][:200]
+    who = f"process {1 - me} of 2" if n == 2 else f"a peer process (of {n})"
+    return f"{who} ({detail})"
+
+
+def exit_lost_peer(message: str, status: int = 1) -> None:
+    """Prints `message`, flushes, and ends the process at once with `status`, skipping the
+    atexit `jax.distributed.shutdown()` that would abort with a dead peer (see module doc)."""
+    print(f"ERROR: {message} Exiting (status {status}).", file=sys.stderr, flush=True)
+    sys.stdout.flush()
+    os._exit(status)

@@ -5,6 +5,7 @@ wrong into an `EnvFault` that names the actor, the env index within its pool and
 - `reset` or `step` raises;
 - an observation leaf changes shape or dtype from what `reset` returned (wrong shape);
 - a floating-point observation or a reward is NaN or infinite.
+The checks apply to `step` and to the split step `send`/`recv` alike (the overlapped actor).
 Without these checks a NaN observation reaches the loss many steps later as an anonymous NaN
 update, and a wrong shape fails inside a jitted function with an unrelated-looking error.
 
@@ -15,6 +16,8 @@ step itself, so it runs on every step.
 """
 from __future__ import annotations
 
+import queue
+import threading
 from typing import Any
 
 import jax
@@ -25,6 +28,14 @@ from sebulba.envs import TimeStep
 
 class EnvFault(RuntimeError):
     """An environment raised or returned bad data; the message says which env and when."""
+
+
+def has_native_send_recv(env: Any) -> bool:
+    """True when the env's class defines `send` and `recv` (EnvPool pools): its step then
+    runs in its own threads. Checked on the class, so that a wrapper forwarding unknown
+    attributes (`__getattr__`) to an EnvPool pool does not have its own `step` bypassed."""
+    cls = type(env)
+    return callable(getattr(cls, "send", None)) and callable(getattr(cls, "recv", None))
 
 
 def _spec(obs: Any) -> list[tuple[tuple[int, ...], np.dtype]]:
@@ -44,6 +55,8 @@ class CheckedEnv:
         self.num_envs = env.num_envs
         self.steps = 0  # steps of this pool since it was built
         self._spec: list | None = None
+        self._native: bool | None = None  # the env has its own send/recv (decided on use)
+        self._worker: _StepWorker | None = None  # steps an env that has only `step`
 
     def __getattr__(self, attr: str) -> Any:  # action_space, observation_space, render ...
         if attr == "env":  # not set yet (e.g. while unpickling): no infinite recursion
@@ -66,6 +79,40 @@ class CheckedEnv:
         except Exception as e:  # noqa: BLE001
             raise EnvFault(f"{self.name}: env.step() raised at step {self.steps} of its "
                            f"pool: {e!r}") from e
+        return self._check_step(ts)
+
+    def send(self, action: Any) -> None:
+        """Starts a step: the env's own `send` (EnvPool) or, for an env with only `step`, a
+        helper thread running `step` (an env that releases the GIL then overlaps too)."""
+        self.steps += 1
+        if self._native is None:
+            self._native = has_native_send_recv(self.env)
+        try:
+            if self._native:
+                self.env.send(action)
+            else:
+                if self._worker is None:
+                    self._worker = _StepWorker(self.env.step, f"{self.name}-step")
+                self._worker.send(action)
+        except Exception as e:  # noqa: BLE001
+            raise EnvFault(f"{self.name}: env.send() raised at step {self.steps} of its "
+                           f"pool: {e!r}") from e
+
+    def recv(self) -> TimeStep:
+        """Waits for the step `send` started; the same checks as `step`."""
+        try:
+            if self._native:
+                ts = self.env.recv()
+            else:
+                if self._worker is None:
+                    raise RuntimeError("recv() without a send()")
+                ts = self._worker.recv()
+        except Exception as e:  # noqa: BLE001
+            raise EnvFault(f"{self.name}: env.step() raised at step {self.steps} of its "
+                           f"pool: {e!r}") from e
+        return self._check_step(ts)
+
+    def _check_step(self, ts: TimeStep) -> TimeStep:
         self._check_obs(ts.obs, self.steps)
         batch = (self.num_envs,)
         for field in ("reward", "terminated", "truncated"):
@@ -105,4 +152,51 @@ class CheckedEnv:
                        f"{[round(float(v), 4) for v in x[rows[0]].ravel()[:4]]}).")
 
     def close(self) -> None:
+        if self._worker is not None:
+            self._worker.stop()
         self.env.close()
+
+
+class _StepWorker:
+    """A daemon thread that runs `step(action)` for `send` and hands the result to `recv`:
+    the default split step of an env that has only `step`. A daemon, so that a stuck env
+    cannot keep the process from exiting (the actor threads are daemons for the same reason).
+    """
+
+    def __init__(self, step, name: str) -> None:
+        self._step = step
+        self._requests: queue.SimpleQueue = queue.SimpleQueue()
+        self._results: queue.SimpleQueue = queue.SimpleQueue()
+        self._in_flight = False
+        threading.Thread(target=self._serve, name=name, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            action = self._requests.get()
+            if action is _STOP:
+                return
+            try:
+                self._results.put((True, self._step(action[0])))
+            except BaseException as e:  # noqa: BLE001 - re-raised in recv's thread
+                self._results.put((False, e))
+
+    def send(self, action: Any) -> None:
+        if self._in_flight:
+            raise RuntimeError("send() twice without recv()")
+        self._in_flight = True
+        self._requests.put((action,))
+
+    def recv(self) -> Any:
+        if not self._in_flight:
+            raise RuntimeError("recv() without a send()")
+        ok, value = self._results.get()
+        self._in_flight = False
+        if not ok:
+            raise value
+        return value
+
+    def stop(self) -> None:
+        self._requests.put(_STOP)
+
+
+_STOP = object()

@@ -2,6 +2,10 @@
 
 Conventions every environment adapter follows (the actor and the losses rely on them):
 - `reset() -> obs` and `step(action) -> TimeStep`, numpy arrays with a leading env axis.
+- Optional `send(action)` + `recv() -> TimeStep`: the same step split in two, for envs that
+  step in their own threads (EnvPool): `send` returns at once, `recv` waits. The actor then
+  overlaps one half-pool's step with the other's policy (sebulba/actor.py); envs without them
+  are stepped by `step` (sebulba/env_guard.py gives them a helper-thread `send`/`recv`).
 - Autoreset one step late, as EnvPool does: the step that ends an episode returns that episode's
   real final observation; the next step resets the env, ignores its action and returns the first
   observation with reward 0 (a "reset step"). Truncated episodes can then bootstrap from the
@@ -142,7 +146,19 @@ class EnvPoolEnv:
         return to_float32(obs)
 
     def step(self, action: np.ndarray) -> TimeStep:
-        obs, reward, terminated, truncated, info = self._env.step(action)
+        return self._timestep(*self._env.step(action))
+
+    def send(self, action: np.ndarray) -> None:
+        """Starts a step of every env in EnvPool's C++ threads and returns at once (the GIL
+        is released): the actor runs the policy of its other half-pool meanwhile."""
+        self._env.send(action)
+
+    def recv(self) -> TimeStep:
+        """Waits for the step `send` started. batch_size == num_envs, so EnvPool returns
+        every env, in env-id order, as `step` does."""
+        return self._timestep(*self._env.recv())
+
+    def _timestep(self, obs, reward, terminated, truncated, info) -> TimeStep:
         over = truncated | (info["terminated"].astype(bool) if self.atari else terminated)
         return TimeStep(to_float32(obs), reward.astype(np.float32), terminated, truncated, over)
 

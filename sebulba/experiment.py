@@ -11,17 +11,19 @@ import dataclasses
 import datetime
 import json
 import os
+import sys
 from typing import Any, Callable, Sequence
 
 import jax
 import ml_collections
 
 import networks
-from agents import policy
+from agents import policy, schedules
 from sebulba import checkpoint, distributed, envs, evaluation, topology, validation
 from sebulba.agent import Agent
 from sebulba.logging import MetricsLogger
-from sebulba.runner import RuntimeConfig, TrainResult, train, validate_runtime_config
+from sebulba.runner import (Interrupted, RuntimeConfig, TrainResult, train,
+                            validate_runtime_config)
 from sebulba.validation import ConfigError
 
 AgentBuilder = Callable[[Any, ml_collections.ConfigDict, int], Agent]
@@ -72,9 +74,8 @@ def validate(config: ml_collections.ConfigDict, *, agent_config: type | None = N
         if name in config:
             validation.require(validation.is_int(config[name]) and config[name] >= 1, name,
                                config[name], "must be an integer >= 1.")
-    validation.require(config.get("eval_policy", "greedy") in policy.EVAL_POLICIES,
-                       "eval_policy", config.get("eval_policy"),
-                       f"is not an evaluation policy; allowed: {policy.EVAL_POLICIES}.")
+    validation.one_of("eval_policy", config.get("eval_policy", "greedy"),
+                      policy.EVAL_POLICIES, "an evaluation policy")
     for name in ("run_dir", "resume"):
         validation.require(isinstance(config.get(name, ""), str), name, config.get(name),
                            "must be a string (a path, or \"\").")
@@ -88,12 +89,22 @@ def validate(config: ml_collections.ConfigDict, *, agent_config: type | None = N
     if agent_config is not None:
         validation.build(agent_config, config.agent.to_dict(), "agent")
     for check in checks:
-        check(config)
+        try:
+            check(config)
+        except ConfigError:
+            raise
+        except ValueError as e:  # an experiment's own check (e.g. PPO minibatches): a user error
+            raise ConfigError(str(e)) from e
     run_dir = config.get("run_dir", "")
     if config.get("resume"):
         try:
             resolved = checkpoint.resolve(config.resume)
-        except FileNotFoundError as e:
+            if checkpoint.is_checkpoint_dir(os.path.abspath(os.path.expanduser(
+                    config.resume))):
+                # An explicit checkpoint has no fallback: a damaged one fails here, cheaply
+                # (metadata only; damaged data shows when `_restore` reads it).
+                checkpoint.check_metadata(resolved)
+        except (FileNotFoundError, checkpoint.DamagedCheckpointError) as e:
             raise ConfigError(f"resume={config.resume!r}: {e}") from None
         run_dir = run_dir or checkpoint.run_dir_of(resolved) or ""
     validation.check_writable_dir("run_dir", run_dir or "runs")
@@ -103,8 +114,7 @@ def validate(config: ml_collections.ConfigDict, *, agent_config: type | None = N
 
 
 def _validate_network(net: ml_collections.ConfigDict) -> None:
-    validation.require(net.get("torso") in networks.TORSOS, "network.torso", net.get("torso"),
-                       f"is not a torso; allowed: {sorted(networks.TORSOS)}.")
+    validation.one_of("network.torso", net.get("torso"), sorted(networks.TORSOS), "a torso")
     for name in ("mlp_hidden_sizes", "resnet_channels"):
         sizes = net.get(name, (1,))
         validation.require(isinstance(sizes, (list, tuple)) and len(sizes) > 0 and all(
@@ -205,21 +215,32 @@ def run(config: ml_collections.ConfigDict, make_agent: AgentBuilder, name: str, 
     network = make_network(config, probe.action_space)
     example_obs = probe.reset()
     probe.close()
-    agent = make_agent(network, config.agent, rc.num_updates)
+    horizon = schedules.Horizon(rc.num_updates)  # an int: what make_agent gets as num_updates
+    agent = make_agent(network, config.agent, horizon)
     run_dir = make_run_dir(config, name, resume_from)
     progress = None
+    done = (0, 0)  # (updates, env steps) before this session
     if resume_from:
         progress = _restore(resume_from, agent, example_obs, config, name, run_dir)
         train_kwargs["resume"] = progress
+        done = (progress.updates, progress.env_steps)
+        # The same horizon keeps the checkpoint's schedule exactly; another re-stretches it
+        # from the checkpoint's rate (agents/schedules.py, docs/checkpoints.md).
+        horizon = schedules.resumed_horizon(schedules.trained_horizon(progress.metadata),
+                                            progress.updates, rc.planned_updates(*done))
+        agent = make_agent(network, config.agent, horizon)
     main = distributed.is_main_process()  # only process 0 writes files and prints
-    logger = MetricsLogger(run_dir, rc.total_env_steps, config.console_every_s, enabled=main,
-                           resume_step=progress.env_steps if progress else None)
+    logger = MetricsLogger(run_dir, rc.planned_env_steps(*done), config.console_every_s,
+                           enabled=main, resume_step=progress.env_steps if progress else None,
+                           wandb_config=config.get("wandb"),  # off unless wandb.project is set
+                           run_config=json.loads(config.to_json()))
     if main and config.get("checkpoint_keep", 0) > 0:
         train_kwargs["checkpointer"] = checkpoint.Checkpointer(
             os.path.join(run_dir, "checkpoints"), every_updates=config.checkpoint_every_updates,
             every_minutes=config.checkpoint_every_minutes, keep=config.checkpoint_keep,
             metadata={"experiment": name, "env": ec.name, "seed": config.seed,
-                      "config": json.loads(config.to_json())})
+                      "config": json.loads(config.to_json()),
+                      "lr_horizon": horizon.to_dict()})
     evaluator = None
     if main and config.get("eval_every_updates", 0) > 0:
         train_kwargs["on_update"], evaluator = _with_evaluation(
@@ -227,20 +248,48 @@ def run(config: ml_collections.ConfigDict, make_agent: AgentBuilder, name: str, 
     if main:
         with open(os.path.join(run_dir, "config.json"), "w") as f:
             f.write(config.to_json(indent=2))
-    print(f"run dir: {run_dir}  ({rc.num_updates} updates of {rc.steps_per_update} steps)",
-          flush=True)
+    print(f"run dir: {run_dir}  ({rc.planned_updates(*done) - done[0]} updates of "
+          f"{rc.steps_per_update} steps)", flush=True)
     def make_actor_env(n: int, seed: int):
         env = base_env(n, seed)
         return wrap_env(env) if wrap_env is not None else env
-    result = train(agent, make_actor_env, rc, logger, **train_kwargs)
-    if not main:
-        return result
+    try:
+        result = train(agent, make_actor_env, rc, logger, **train_kwargs)
+    except Interrupted as e:  # Ctrl-C: the same summary as SIGTERM, one line, exit 130
+        if main:
+            _write_summary(run_dir, e.result, evaluator)
+        hint = f"; resume with --config.resume={run_dir}" if e.result.checkpoint else ""
+        print(f"{e}{hint}.", flush=True)
+        _exit_now_if_abandoned(e.result, 130)
+        raise SystemExit(130) from None
+    except distributed.PeerLost as e:
+        # No normal exit with a dead peer: jax.distributed's atexit shutdown would abort.
+        ckpt = train_kwargs.get("checkpointer")
+        newest = (f" Newest checkpoint: {ckpt.path(ckpt.last_saved)}."
+                  if ckpt is not None and ckpt.last_saved is not None else "")
+        distributed.exit_lost_peer(f"{e}{newest}")
+    if main:
+        _write_summary(run_dir, result, evaluator)
+    _exit_now_if_abandoned(result, 0)
+    return result
+
+
+def _exit_now_if_abandoned(result: TrainResult, status: int) -> None:
+    """After a second signal abandoned an update, ends the process at once: files are closed
+    and checkpoints written, but a normal exit would wait for the abandoned computation."""
+    if result.abandoned:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
+
+
+def _write_summary(run_dir: str, result: TrainResult, evaluator) -> None:
     with open(os.path.join(run_dir, "summary.json"), "w") as f:
         # stopped_by tells a finished run from one stopped early by a signal (sweeps rerun those).
         json.dump({"env_steps": result.env_steps, "updates": result.updates,
-                   "stopped_by": result.stopped_by, **result.episode_summary,
+                   "stopped_by": result.stopped_by, "checkpoint": result.checkpoint,
+                   **result.episode_summary,
                    **(evaluator.last if evaluator is not None else {})}, f, indent=2)
-    return result
 
 
 def _with_evaluation(config, network, agent: Agent, example_obs, user_make_env, logger,
@@ -274,35 +323,46 @@ def _with_evaluation(config, network, agent: Agent, example_obs, user_make_env, 
 
 def _restore(path: str, agent: Agent, example_obs, config: ml_collections.ConfigDict,
              name: str, run_dir: str) -> checkpoint.Progress:
-    """Loads `path` into the structure a fresh run would start from; fails naming what differs."""
+    """Loads the checkpoint into the structure a fresh run would start from; fails naming what
+    differs (a ConfigError). `path` is the newest checkpoint `config.resume` resolves to; a run
+    dir or `checkpoints` dir in `config.resume` falls back past damaged newer checkpoints
+    (sebulba/checkpoint.py), which are then moved aside in `run_dir`, because this run will
+    save those update numbers again."""
     template = jax.eval_shape(agent.init, jax.random.key(config.seed), example_obs)
-    progress = checkpoint.restore(path, template, experiment=name,
-                                  config=json.loads(config.to_json()))
-    newer = [s for s in checkpoint.list_steps(os.path.join(run_dir, "checkpoints"))
-             if s > progress.updates]
+    source = config.get("resume") or path
+    try:
+        progress = checkpoint.restore(source, template, experiment=name,
+                                      config=json.loads(config.to_json()))
+    except ValueError as e:  # damaged, another experiment, or a tree that does not fit
+        raise ConfigError(f"resume={source!r}: {e}") from e
+    ckpt_dir = os.path.abspath(os.path.join(run_dir, "checkpoints"))
+    moved = []
+    for damaged in progress.damaged:
+        if os.path.dirname(damaged) == ckpt_dir and distributed.is_main_process():
+            moved.append(f"{os.path.basename(damaged)} -> "
+                         f"{os.path.basename(checkpoint.move_aside(damaged))}")
+    newer = [s for s in checkpoint.list_steps(ckpt_dir) if s > progress.updates
+             and os.path.join(ckpt_dir, str(s)) not in progress.damaged]
     if newer:
-        raise ValueError(f"cannot resume from update {progress.updates} into {run_dir}: it has "
-                         f"newer checkpoints {newer}. Resume from the newest, or pass "
-                         f"--config.run_dir=<new dir> to branch off.")
-    print(f"resuming from {path} (update {progress.updates:,d}, env step "
-          f"{progress.env_steps:,d})", flush=True)
+        raise ConfigError(f"resume={source!r}: cannot resume from update {progress.updates} "
+                          f"into {run_dir}: it has newer checkpoints {newer}. Resume from the "
+                          f"newest, or pass --config.run_dir=<new dir> to branch off.")
+    where = (f"; damaged checkpoint(s) moved aside in {ckpt_dir}: {', '.join(moved)}"
+             if moved else "")
+    print(f"resuming from {progress.checkpoint or path} (update "
+          f"{progress.updates:,d}, env step {progress.env_steps:,d}){where}", flush=True)
     return progress
 
 
 def cli(run_fn: Callable[[ml_collections.ConfigDict], Any], default_config: str) -> None:
     """Command-line entry: `--config=file.py[:variant]` plus `--config.x=y` overrides.
 
-    The flag is defined here, when a script runs, not at import: several experiment modules
+    Also `--import MODULE` (repeatable; user modules that register envs, torsos, agents) and
+    `--verbose`. A user error (config, checkpoint, --import) prints one message and exits 2;
+    `--verbose` or SEBULBA_VERBOSE=1 shows its traceback (sebulba/command_line.py).
+
+    The flags are defined here, when a script runs, not at import: several experiment modules
     can then be imported side by side (tests, sweeps) without clashing absl flags.
     """
-    from absl import app
-    from ml_collections import config_flags
-
-    flag = config_flags.DEFINE_config_file(
-        "config", default_config, "Experiment config file (`:variant` selects a variant).",
-        lock_config=True)
-    def main(argv):
-        del argv
-        run_fn(flag.value)  # returns None: app.run passes main's result to sys.exit
-
-    app.run(main)
+    from sebulba import command_line
+    command_line.run(run_fn, default_config)

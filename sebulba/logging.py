@@ -1,4 +1,5 @@
-"""Metrics out: tensorboardX event files, a JSONL copy of the same scalars, a console line."""
+"""Metrics out: tensorboardX event files, a JSONL copy of the same scalars, a console line,
+and optionally the same scalars and the config to Weights & Biases (config.wandb)."""
 from __future__ import annotations
 
 import collections
@@ -64,7 +65,8 @@ class MetricsLogger:
     """
 
     def __init__(self, run_dir: str, total_steps: int, console_every_s: float = 10.0,
-                 enabled: bool = True, resume_step: int | None = None) -> None:
+                 enabled: bool = True, resume_step: int | None = None,
+                 wandb_config: Mapping | None = None, run_config: Mapping | None = None) -> None:
         self.run_dir = run_dir
         self.total_steps = total_steps
         self.console_every_s = console_every_s
@@ -75,6 +77,9 @@ class MetricsLogger:
         self._jsonl = None
         self._lock = threading.Lock()  # the learner and a background evaluator both write
         self._close_hooks: list = []
+        self._wandb = None  # a wandb Run when config.wandb.project is set (process 0 only)
+        if enabled and wandb_config and wandb_config.get("project"):
+            self._wandb = _start_wandb(wandb_config, run_dir, run_config or {}, resume_step)
         if enabled:
             from tensorboardX import SummaryWriter
             os.makedirs(run_dir, exist_ok=True)
@@ -105,6 +110,8 @@ class MetricsLogger:
             for k, v in scalars.items():
                 self._writer.add_scalar(k, v, global_step=step)
             self._jsonl.write(json.dumps({"step": step, "time": time.time(), **scalars}) + "\n")
+            if self._wandb is not None:  # env_step is the x-axis (see _start_wandb)
+                self._wandb.log({WANDB_STEP: step, **scalars})
         now = time.time()
         if not self.enabled or not console:
             return
@@ -114,7 +121,8 @@ class MetricsLogger:
 
     def _print(self, step: int, s: Mapping[str, float], elapsed: float) -> None:
         sps = s.get("sps", 0.0)
-        eta = (self.total_steps - step) / sps if sps > 0 else float("nan")
+        # total_steps is the run's planned last step; never below 0 (once printed -1:59:59).
+        eta = max(0, self.total_steps - step) / sps if sps > 0 else float("nan")
         ret = s.get("episode/return_mean", float("nan"))
         loss = s.get("loss/total", float("nan"))
         print(f"[{elapsed:7.0f}s] steps {step:>10,d}/{self.total_steps:,d}  "
@@ -130,6 +138,9 @@ class MetricsLogger:
             self._writer.close()
         if self._jsonl is not None:
             self._jsonl.close()
+        if self._wandb is not None:
+            self._wandb.finish()
+            self._wandb = None
 
 
 def _truncate_jsonl(path: str, last_step: int) -> None:
@@ -146,5 +157,51 @@ def _truncate_jsonl(path: str, last_step: int) -> None:
 def _fmt_time(seconds: float) -> str:
     if not math.isfinite(seconds):
         return "--"
+    if seconds < 0:  # divmod(-1, 3600) would print "-1:59:59"
+        return "0:00:00"
     h, rem = divmod(int(seconds), 3600)
     return f"{h:d}:{rem // 60:02d}:{rem % 60:02d}"
+
+
+WANDB_STEP = "env_step"  # W&B's x-axis for every scalar: the same env step as TensorBoard's
+WANDB_MODES = ("", "online", "offline", "disabled")  # "" = wandb's default (or WANDB_MODE)
+
+
+def _start_wandb(settings: Mapping, run_dir: str, run_config: Mapping,
+                 resume_step: int | None):
+    """A Weights & Biases run logging the config, for MetricsLogger's scalars (config.wandb).
+
+    wandb is imported only here, so runs without W&B need not install it. Scalars are logged
+    against `env_step` (define_metric) rather than wandb's own `step`, which must increase
+    with every call: the background evaluator logs at env steps the learner has passed. The
+    run id is kept in <run_dir>/wandb_run_id, so a resumed run continues the same W&B run.
+    Its files go to $WANDB_DIR if set, else <run_dir>/wandb. Bad settings and a missing wandb
+    raise ConfigError, which the command line prints as one message.
+    """
+    from sebulba.validation import ConfigError
+    mode = settings.get("mode", "")
+    if mode not in WANDB_MODES:
+        raise ConfigError(f"wandb.mode={mode!r}: allowed {', '.join(map(repr, WANDB_MODES))}")
+    try:
+        import wandb
+    except ImportError as e:
+        raise ConfigError(f"wandb.project={settings['project']!r} logs to Weights & Biases, "
+                          f"but the wandb package is not installed ({e}): pip install "
+                          f"wandb==0.31.0, or leave --config.wandb.project empty") from None
+    id_file = os.path.join(run_dir, "wandb_run_id")
+    os.makedirs(run_dir, exist_ok=True)
+    run_id = None
+    if resume_step is not None and os.path.exists(id_file):
+        with open(id_file) as f:
+            run_id = f.read().strip() or None
+    run = wandb.init(project=settings["project"], entity=settings.get("entity") or None,
+                     group=settings.get("group") or None,
+                     name=settings.get("name") or os.path.basename(os.path.normpath(run_dir)),
+                     mode=mode or None, config=dict(run_config),
+                     dir=None if os.environ.get("WANDB_DIR") else run_dir,
+                     id=run_id, resume="allow" if run_id else None)
+    run.define_metric(WANDB_STEP)
+    run.define_metric("*", step_metric=WANDB_STEP)
+    with open(id_file, "w") as f:
+        f.write(run.id)
+    return run

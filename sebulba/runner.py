@@ -5,8 +5,15 @@ threads, joins them with a timeout (threads are daemons, so a stuck env cannot h
 and re-raises, so the process ends promptly and with a non-zero status on errors.
 
 Ctrl-C and SIGTERM stop gracefully: the learner finishes its update, a final checkpoint is
-written, then SIGTERM (pre-emption) returns normally (exit 0) and Ctrl-C raises
-KeyboardInterrupt. A second signal interrupts at once.
+written, then SIGTERM (pre-emption) returns normally (exit 0) and Ctrl-C raises `Interrupted`
+(a KeyboardInterrupt carrying the TrainResult). A second signal abandons the update in flight
+and stops waiting for threads; the final checkpoint then holds the newest *complete* update.
+The loop never raises from a signal handler: it publishes one immutable `_Snapshot` (state,
+counters, episode statistics) per update with a single assignment, so whatever interrupts it,
+the checkpoint's label and the state inside it belong to the same update.
+
+A collective that fails because another process died (multi-host) raises
+`distributed.PeerLost`; the update in flight is not saved (it is incomplete).
 
 Faults (docs/robustness.md): a non-finite update is skipped by the learner (learner.keep_finite)
 and counted here; `max_nonfinite_updates` in a row raise NonFiniteError after a checkpoint of
@@ -57,6 +64,11 @@ class RuntimeConfig:
     max_nonfinite_updates: int = 10  # stop after this many non-finite updates in a row
     restart_envs_on_error: bool = False  # a failing env pool is rebuilt instead of ending the run
     max_env_restarts: int = 3       # per actor thread, when restart_envs_on_error
+    # Actor threads step two half-pools in turn, one's env step overlapping the other's policy
+    # (sebulba/actor.py): "on", "off", or "auto" = on for envs that step in their own threads
+    # (EnvPool ids) with >= 2 envs per thread when the actor device is an accelerator; off on
+    # CPU actor devices and for envs with only a synchronous `step` (sebulba.actor.wants_overlap).
+    actor_overlap: str = "auto"
 
     @property
     def batch_envs(self) -> int:
@@ -70,7 +82,22 @@ class RuntimeConfig:
 
     @property
     def num_updates(self) -> int:
+        """Updates a fresh run makes: whole updates within total_env_steps (at least one)."""
         return max(1, self.total_env_steps // self.steps_per_update)
+
+    def planned_updates(self, done_updates: int = 0, done_env_steps: int = 0) -> int:
+        """The update counter a run ends at. Fresh: `num_updates`. Resumed: the updates done
+        plus the whole updates that fit in the steps left (the layout, hence the steps per
+        update, may have changed)."""
+        if done_updates == 0 and done_env_steps == 0:
+            return self.num_updates
+        left = max(0, self.total_env_steps - done_env_steps)
+        return done_updates + left // self.steps_per_update
+
+    def planned_env_steps(self, done_updates: int = 0, done_env_steps: int = 0) -> int:
+        """The env-step counter after the last planned update (the console's target)."""
+        return done_env_steps + (self.planned_updates(done_updates, done_env_steps)
+                                 - done_updates) * self.steps_per_update
 
 
 @dataclasses.dataclass
@@ -82,6 +109,39 @@ class TrainResult:
     last_metrics: dict[str, float]
     stopped_by: str | None = None    # signal name when SIGTERM/SIGINT ended the run early
     checkpoint: str | None = None    # path of the final checkpoint, if one was written
+    # A second signal abandoned an update: its computation still runs, and a normal interpreter
+    # exit waits for it (the whole update); callers that end the process use os._exit.
+    abandoned: bool = False
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C ended training: raised by `train` after the final checkpoint, with the result
+    (counters, episode summary, checkpoint path) for the caller to report."""
+
+    def __init__(self, result: TrainResult) -> None:
+        self.result = result
+        where = f"checkpoint: {result.checkpoint}" if result.checkpoint else "no checkpoint"
+        super().__init__(f"stopped by {result.stopped_by} at update {result.updates:,d} "
+                         f"(env step {result.env_steps:,d}); {where}")
+
+
+class _Abandoned(Exception):
+    """The second signal abandoned the update in flight."""
+
+
+@dataclasses.dataclass(frozen=True)
+class _Snapshot:
+    """The newest complete update: what a checkpoint saves. Replaced whole, never mutated, so
+    the state and the counters always belong together. `state` is None while the state is
+    donated to an update in flight (nothing intact to save until it finishes)."""
+
+    state: PyTree
+    env_steps: int
+    updates: int
+    episodes: dict  # EpisodeStats.state_dict() after this update
+
+    def progress(self) -> Progress:
+        return Progress(self.state, self.env_steps, self.updates, self.episodes)
 
 
 def validate_runtime_config(rc: RuntimeConfig, num_processes: int | None = None) -> None:
@@ -95,6 +155,10 @@ def validate_runtime_config(rc: RuntimeConfig, num_processes: int | None = None)
                  "queue_size", "max_nonfinite_updates"):
         positive_int(name, getattr(rc, name))
     non_negative("max_env_restarts", rc.max_env_restarts, integer=True)
+    require(rc.actor_overlap in ("auto", "on", "off"), "actor_overlap", rc.actor_overlap,
+            "must be 'auto', 'on' or 'off'.")
+    require(rc.actor_overlap != "on" or rc.num_envs >= 2, "actor_overlap", rc.actor_overlap,
+            f"needs num_envs >= 2 per actor thread (two half-pools); num_envs={rc.num_envs}.")
     require(0 <= rc.seed < 2**30, "seed", rc.seed, "must be in [0, 2**30) (EnvPool seeds are "
             "int32 and actors add offsets).")
     require(rc.stall_warning_s > 0, "stall_warning_s", rc.stall_warning_s, "must be > 0.")
@@ -120,13 +184,18 @@ def validate_runtime_config(rc: RuntimeConfig, num_processes: int | None = None)
 
 
 class _StopOnSignal(contextlib.AbstractContextManager):
-    """First SIGINT/SIGTERM (main thread only) asks every thread to stop; the second raises
-    KeyboardInterrupt. Stopping, not raising, lets the learner finish its update, so the
-    learner state is intact for the final checkpoint."""
+    """First SIGINT/SIGTERM (main thread only) asks every thread to stop, so the learner
+    finishes its update and the state is intact for the final checkpoint. The second sets
+    `urgent`: the learner abandons the update in flight and shutdown stops waiting for threads.
+
+    The handler only sets flags, never raises: an exception raised between two statements of
+    the learner loop is what once saved a state under another update's label.
+    """
 
     def __init__(self, lifetime: Lifetime) -> None:
         self.lifetime = lifetime
         self.received: str | None = None
+        self.urgent = threading.Event()
         self._old: dict = {}
 
     def __enter__(self):
@@ -138,7 +207,11 @@ class _StopOnSignal(contextlib.AbstractContextManager):
     def _handle(self, signum, frame):
         name = signal.Signals(signum).name
         if self.received is not None:
-            raise KeyboardInterrupt(f"second signal {name}")
+            if not self.urgent.is_set():
+                print(f"{name} again: abandoning the update in flight; the final checkpoint "
+                      f"holds the newest complete update, if its state is intact.", flush=True)
+            self.urgent.set()
+            return
         self.received = name
         print(f"{name}: stopping after the current update (signal again to stop at once).",
               flush=True)
@@ -155,12 +228,14 @@ def train(agent: Agent, make_env: Callable[[int, int], Any], rc: RuntimeConfig,
           on_update: Callable[[int, int, PyTree], None] | None = None,
           actor_hook: Callable | None = None, checkpointer: Checkpointer | None = None,
           resume: Progress | None = None) -> TrainResult:
-    """Trains `agent` until `rc.total_env_steps`; `make_env(num_envs, seed)` builds a batch.
+    """Trains `agent` for `rc.planned_updates(...)` updates (`rc.num_updates` when fresh);
+    `make_env(num_envs, seed)` builds a batch.
 
     `on_update(update, env_steps, learner_state)` runs after each update. `checkpointer` saves
     on its schedule and once more at the end (also after errors and signals, whenever the
     learner state is intact), and is closed here. `resume` continues from a restored state:
-    learner state, counters and episode statistics carry on.
+    learner state, counters and episode statistics carry on. Ctrl-C raises `Interrupted` after
+    the final checkpoint; a lost peer process raises `distributed.PeerLost`.
     """
     validate_runtime_config(rc)
     topo = make_topology(rc.actor_device_ids, rc.learner_device_ids, rc.num_envs)
@@ -176,36 +251,53 @@ def train(agent: Agent, make_env: Callable[[int, int], Any], rc: RuntimeConfig,
 
     lifetime = Lifetime()
     params = ParamsSource(list(topo.actor_devices), lifetime, rc.stall_warning_s)
-    loop = _LearnerLoop(rc, logger, lifetime, [], topo, resume)
+    loop = _LearnerLoop(rc, logger, lifetime, [], topo, state, resume)
     params.publish(agent.actor_params(state), loop.updates)
     final = nonfinite = None
+    abandoned = False
     with _StopOnSignal(lifetime) as signals:
+        loop.urgent = signals.urgent
         actors, loop.queues = _start_actors(agent, make_env, rc, topo, params, lifetime,
                                             actor_hook, loop.updates)
         loop.actors = actors
         try:
-            loop.run(state, learn, agent, params, on_update, checkpointer)
+            loop.run(learn, agent, params, on_update, checkpointer)
         except Stopped:
             pass
+        except _Abandoned:
+            abandoned = True
         except NonFiniteError as e:  # re-raised below, once the last good state is saved
             nonfinite = e
         finally:
             lifetime.stop()
             deadline = time.time() + rc.join_timeout_s
-            for a in actors:
-                a.join(max(0.0, deadline - time.time()))
+            for a in actors:  # in slices: a second signal stops the waiting
+                while (a.is_alive() and not signals.urgent.is_set()
+                       and time.time() < deadline):
+                    a.join(min(0.1, max(0.0, deadline - time.time())))
             logger.close()
             if checkpointer is not None:
-                # No intact state only if an update was cut short (second signal, learn error).
-                final = checkpointer.close(loop.progress() if loop.state is not None else None)
+                # One snapshot, read once: its state (None if donated to an unfinished update)
+                # and its counters belong to the same update.
+                snap = loop.snapshot
+                final = checkpointer.close(snap.progress() if snap.state is not None else None)
     if nonfinite is not None:
         raise NonFiniteError(f"{nonfinite} Checkpoint of the last good learner state: "
                              f"{final or 'none (checkpoints off)'}.") from None
     lifetime.raise_if_failed()
+    snap = loop.snapshot
+    result = TrainResult(snap.state, snap.env_steps, snap.updates,
+                         _episode_summary(snap.episodes), loop.last_metrics, signals.received,
+                         final, abandoned)
     if signals.received == "SIGINT":
-        raise KeyboardInterrupt("SIGINT" + (f" (checkpoint: {final})" if final else ""))
-    return TrainResult(loop.state, loop.env_steps, loop.updates, loop.episodes.summary(),
-                       loop.last_metrics, signals.received, final)
+        raise Interrupted(result)
+    return result
+
+
+def _episode_summary(state: dict) -> dict[str, float]:
+    stats = EpisodeStats()
+    stats.load_state_dict(state)
+    return stats.summary()
 
 
 def actor_seed(seed: int, actor_id: int, start_update: int = 0) -> int:
@@ -236,7 +328,8 @@ def _start_actors(agent, make_env, rc, topo: Topology, params, lifetime, hook,
                 unroll_length=rc.unroll_length, params=params, out_queue=q,
                 learner_sharding=topo.local_batch_sharded(), lifetime=lifetime,
                 synchronous=rc.synchronous, on_step=hook,
-                max_env_restarts=rc.max_env_restarts if rc.restart_envs_on_error else 0))
+                max_env_restarts=rc.max_env_restarts if rc.restart_envs_on_error else 0,
+                make_env_sized=make_env, overlap=rc.actor_overlap, num_envs=rc.num_envs))
             queues.append(q)
     for a in actors:
         a.start()
@@ -244,26 +337,40 @@ def _start_actors(agent, make_env, rc, topo: Topology, params, lifetime, hook,
 
 
 class _LearnerLoop:
-    """Consumes one rollout per actor thread per update; logs stage timings and lag."""
+    """Consumes one rollout per actor thread per update; logs stage timings and lag.
+
+    `snapshot` is the newest complete update; the loop replaces it with one assignment when an
+    update is fully accounted for (state, counters, episodes), and with a state-less copy while
+    the state is donated to the update in flight.
+    """
 
     def __init__(self, rc: RuntimeConfig, logger: MetricsLogger, lifetime: Lifetime,
-                 queues: list[queue.Queue], topo: Topology,
+                 queues: list[queue.Queue], topo: Topology, state: PyTree,
                  resume: Progress | None = None) -> None:
         self.rc, self.logger, self.lifetime, self.queues = rc, logger, lifetime, queues
         self.topo = topo
-        self.env_steps = resume.env_steps if resume else 0
-        self.updates = resume.updates if resume else 0
-        self.episodes = EpisodeStats()
+        self.episodes = EpisodeStats()  # working copy; the snapshot holds its state_dict
         if resume:
             self.episodes.load_state_dict(resume.episodes)
-        self.state: PyTree = None  # newest complete learner state; None while donated
+        self.snapshot = _Snapshot(state, resume.env_steps if resume else 0,
+                                  resume.updates if resume else 0, self.episodes.state_dict())
+        self.end_update = rc.planned_updates(self.updates, self.env_steps)
         self.last_metrics: dict[str, float] = {}
         self.actors: list = []  # for stall warnings: what each actor is doing
+        self.urgent = threading.Event()  # set by a second signal: abandon the update in flight
         self._warned_stall = False
         self.nonfinite_streak = self.nonfinite_total = 0
 
+    @property
+    def updates(self) -> int:
+        return self.snapshot.updates
+
+    @property
+    def env_steps(self) -> int:
+        return self.snapshot.env_steps
+
     def progress(self) -> Progress:
-        return Progress(self.state, self.env_steps, self.updates, self.episodes.state_dict())
+        return self.snapshot.progress()
 
     def _on_wait(self, waited: float) -> None:
         """Warns once per stall with the queue depths and what every actor is doing."""
@@ -296,13 +403,13 @@ class _LearnerLoop:
         target = self.rc.stop_at_return
         return target is not None and self.episodes.best_mean >= target
 
-    def run(self, state, learn, agent: Agent, params: ParamsSource, on_update, checkpointer):
+    def run(self, learn, agent: Agent, params: ParamsSource, on_update, checkpointer):
         start, start_steps = time.perf_counter(), self.env_steps
-        self.state = state
-        if self.env_steps >= self.rc.total_env_steps:
-            print(f"nothing to do: already at {self.env_steps:,d} >= total_env_steps "
-                  f"{self.rc.total_env_steps:,d}.", flush=True)
-        while self.env_steps < self.rc.total_env_steps and not self._target_reached():
+        if self.updates >= self.end_update:
+            print(f"nothing to do: already at update {self.updates:,d} (env step "
+                  f"{self.env_steps:,d}); total_env_steps={self.rc.total_env_steps:,d} leaves "
+                  f"no whole update of {self.rc.steps_per_update:,d} steps.", flush=True)
+        while self.updates < self.end_update and not self._target_reached():
             t0 = time.perf_counter()
             depth = sum(q.qsize() for q in self.queues)
             msgs: list[RolloutMessage] = [blocking_get(q, self.lifetime, self._on_wait)
@@ -311,20 +418,33 @@ class _LearnerLoop:
             if self._warned_stall:  # warn again on the next stall, not on every slow poll
                 print(f"learner: rollouts arrive again (waited {t1 - t0:.0f}s).", flush=True)
                 self._warned_stall = False
-            self.state = None  # donated: a learn error or second signal leaves none to save
-            state, metrics = learn(state, tuple(self.topo.to_global_batch(m.rollout)
-                                                for m in msgs))
-            self.state = state
-            metrics = jax.device_get(metrics)  # waits for the update to finish
-            t2 = time.perf_counter()
-            lags = [self.updates - m.param_version for m in msgs]
-            self.updates += 1
+            done = self.snapshot
+            # Donated to the update: until it finishes there is no intact state to save.
+            self.snapshot = dataclasses.replace(done, state=None)
+            try:
+                state, metrics = learn(done.state, tuple(self.topo.to_global_batch(m.rollout)
+                                                         for m in msgs))
+                metrics = self._wait(metrics)  # the update's end, or a second signal
+                t2 = time.perf_counter()
+                # Every process runs the same layout: global steps = local steps x processes.
+                env_steps = (done.env_steps
+                             + sum(m.env_steps for m in msgs) * self.topo.num_processes)
+                local_games = [e for m in msgs for e in m.episodes]
+                self.episodes.add(distributed.gather_episodes(
+                    local_games, sum(m.env_steps for m in msgs)))
+            except Exception as e:
+                lost = distributed.lost_peer(e)
+                if lost is None:
+                    raise
+                raise distributed.PeerLost(
+                    f"lost {lost} during update {done.updates + 1:,d} (env step "
+                    f"{done.env_steps:,d}); that update's learner state is incomplete and is "
+                    f"not saved.") from e
+            # The update is fully accounted for: publish it, state and counters together.
+            self.snapshot = _Snapshot(state, env_steps, done.updates + 1,
+                                      self.episodes.state_dict())
+            lags = [done.updates - m.param_version for m in msgs]
             params.publish(agent.actor_params(state), self.updates)
-            # Every process runs the same layout: global steps = local steps x processes.
-            self.env_steps += sum(m.env_steps for m in msgs) * self.topo.num_processes
-            local_games = [e for m in msgs for e in m.episodes]
-            self.episodes.add(distributed.gather_episodes(
-                local_games, sum(m.env_steps for m in msgs)))
             scalars = {k: float(np.asarray(v)) for k, v in metrics.items()}
             scalars.update(self._runtime_scalars(msgs, lags, depth, t1 - t0, t2 - t1, start,
                                                  start_steps))
@@ -332,13 +452,24 @@ class _LearnerLoop:
                                                + scalars.get("nonfinite/skipped", 0.0))
             self.last_metrics = scalars
             self.logger.write(self.env_steps, scalars,
-                              force_print=self.env_steps >= self.rc.total_env_steps)
+                              force_print=self.updates >= self.end_update)
             self._check_finite(scalars)
             if checkpointer is not None:
                 checkpointer.after_update(self.progress())
             if on_update is not None:
                 on_update(self.updates, self.env_steps, state)
-        return state
+        return self.snapshot.state
+
+    def _wait(self, metrics: dict) -> dict:
+        """The update's metrics on the host. Polls instead of blocking in jax.device_get, so
+        the main thread keeps handling signals while a long update runs (a blocked
+        device_get held a second Ctrl-C for the whole update, ~50 s on a loaded CPU)."""
+        leaves = [x for x in jax.tree.leaves(metrics) if isinstance(x, jax.Array)]
+        while not all(x.is_ready() for x in leaves):
+            if self.urgent.is_set():
+                raise _Abandoned()
+            time.sleep(0.01)
+        return jax.device_get(metrics)
 
     def _runtime_scalars(self, msgs, lags, depth, wait_s, step_s, start, start_steps
                          ) -> dict[str, float]:

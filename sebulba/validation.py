@@ -10,6 +10,7 @@ are checked by `topology.make_topology` right after joining.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import math
 import os
 import socket
@@ -24,6 +25,19 @@ import numpy as np
 
 class ConfigError(ValueError):
     """A config field has a bad value; the message names the field, the value and the rule."""
+
+
+def close_matches(value: Any, allowed: Sequence[Any]) -> str:
+    """A suffix naming the allowed values closest to a misspelt one (empty when none is)."""
+    names = [str(a) for a in allowed]
+    close = difflib.get_close_matches(str(value), names, n=3, cutoff=0.6)
+    return f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+
+
+def one_of(field: str, value: Any, allowed: Sequence[Any], what: str) -> None:
+    """Raises ConfigError("field=value is not <what>; allowed: [...]. Did you mean ...?")."""
+    require(value in allowed, field, value,
+            f"is not {what}; allowed: {list(allowed)}.{close_matches(value, allowed)}")
 
 
 def is_int(v: Any) -> bool:
@@ -69,7 +83,7 @@ def check_types(cls: type, values: Mapping[str, Any], section: str = "") -> None
     for key, value in values.items():
         if key not in hints:
             raise ConfigError(f"{prefix}{key} is not a field of {cls.__name__}; allowed: "
-                              f"{', '.join(names)}.")
+                              f"{', '.join(names)}.{close_matches(key, names)}")
         if _type_ok(value, hints[key]) is False:
             raise ConfigError(f"{prefix}{key}={value!r} has type {type(value).__name__}; "
                               f"expected {_type_name(hints[key])}.")

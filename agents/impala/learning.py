@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from agents import parallel, policy
+from agents import parallel, policy, schedules
 from agents.impala.config import ImpalaConfig
 from agents.impala.losses import vtrace_loss
 from agents.normalization import NormState
@@ -24,7 +24,8 @@ class LearnerState(NamedTuple):
 
 def make_optimizer(cfg: ImpalaConfig, num_updates: int):
     """Returns (optax optimizer, learning-rate schedule)."""
-    lr = (optax.linear_schedule(cfg.learning_rate, 0.0, num_updates) if cfg.lr_decay
+    # num_updates may be a schedules.Horizon: a resumed run's re-stretched decay.
+    lr = (schedules.linear_decay(cfg.learning_rate, num_updates) if cfg.lr_decay
           else optax.constant_schedule(cfg.learning_rate))
     if cfg.optimizer == "rmsprop":
         opt = optax.rmsprop(lr, decay=cfg.rmsprop_decay, eps=cfg.rmsprop_eps)

@@ -32,7 +32,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from agents import parallel, policy
+from agents import parallel, policy, schedules
 from agents.normalization import NormState
 from agents.ppo.config import PPOConfig
 from agents.ppo.losses import gae_targets, ppo_loss, vtrace_targets
@@ -94,7 +94,8 @@ def make_optimizer(cfg: PPOConfig, num_updates: int):
     The learning rate is applied per update (not per SGD step) so that annealing follows
     cleanrl's `1 - (update - 1) / num_updates` whatever the number of minibatches or early stops.
     """
-    lr = (optax.linear_schedule(cfg.learning_rate, 0.0, num_updates) if cfg.lr_decay
+    # num_updates may be a schedules.Horizon: a resumed run's re-stretched decay.
+    lr = (schedules.linear_decay(cfg.learning_rate, num_updates) if cfg.lr_decay
           else optax.constant_schedule(cfg.learning_rate))
     opt = optax.scale_by_adam(eps=cfg.adam_eps)
     if cfg.max_grad_norm > 0:
@@ -287,9 +288,16 @@ def make_learn_step(network: nn.Module, cfg: PPOConfig, optimizer, lr_schedule):
         carry = (state.params, state.opt_state, jnp.zeros((), bool))
         loop = epochs_scan if cfg.loop == "scan" else epochs_unrolled
         (params, opt_state, _), (metrics, ran) = loop(carry, batch, keys, lr, axis_name)
+        # The first SGD step (always run) sees the parameters the update started from: on
+        # policy (synchronous) they are the actor's, so its clip fraction is 0 and its approx
+        # KL ~0; anything else means the actor acted with other parameters than the ones the
+        # learner thinks (which the policy-lag counter cannot see).
+        first = {"ppo/first_minibatch_clip_frac": metrics["policy/clip_frac"][0, 0],
+                 "ppo/first_minibatch_approx_kl": metrics["policy/approx_kl"][0, 0]}
         # Average each metric over the SGD steps that ran ([epochs, minibatches] arrays).
         steps = jnp.maximum(jnp.sum(ran), 1.0)
         metrics = jax.tree.map(lambda m: jnp.sum(ran * m) / steps, metrics)
+        metrics.update(first)
         metrics.update(prep_metrics)
         metrics["ppo/epochs_run"] = jnp.sum(ran) / cfg.num_minibatches
         metrics["optim/learning_rate"] = lr

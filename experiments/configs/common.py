@@ -26,6 +26,8 @@ def runtime_fields(config: ml_collections.ConfigDict) -> None:
     config.max_nonfinite_updates = 10  # stop after N skipped non-finite updates in a row
     config.restart_envs_on_error = False  # rebuild an actor's failing EnvPool instead of stopping
     config.max_env_restarts = 3        # env pool rebuilds per actor thread before giving up
+    config.actor_overlap = "auto"      # on: half-pools stepped in turn (env step || policy);
+                                       # off; auto: on for EnvPool with an accelerator actor
     # stop early once the 100-game mean return reaches this (None = off)
     config.stop_at_return = ml_collections.config_dict.placeholder(float)
     config.run_dir = ""                # "" = runs/<experiment>-<env>-s<seed>-<time>
@@ -48,6 +50,13 @@ def runtime_fields(config: ml_collections.ConfigDict) -> None:
         init_timeout_s=300,            # seconds to wait for all processes to join
     ))
     config.console_every_s = 10.0      # seconds between console progress lines
+    config.wandb = ml_collections.ConfigDict(dict(  # Weights & Biases, beside TensorBoard
+        project="",                    # W&B project; "" = no W&B logging (the default)
+        entity="",                     # W&B user or team ("" = your default entity)
+        group="",                      # groups runs in the W&B UI, e.g. a sweep's name
+        name="",                       # run name ("" = the run dir's name)
+        mode="",                       # online | offline | disabled ("" = wandb's default)
+    ))
 
 
 def atari_env(name: str = "Breakout-v5") -> ml_collections.ConfigDict:

@@ -1,4 +1,5 @@
-"""PPO on EnvPool Atari. Variants: `:sync` (on-policy), `:debug` (tiny, seconds on a CPU).
+"""PPO on EnvPool Atari. Variants: `:sync` (on-policy), `:cpu` (sized for a CPU), `:debug`
+(tiny, seconds on a CPU).
 
 Agent hyperparameters and their sources are in agents/ppo/config.py (PPO paper Table 5, cleanrl
 ppo_atari_envpool.py, cleanba cleanba_ppo.py). Runtime layout follows cleanba's PPO (2 actor
@@ -14,8 +15,9 @@ from experiments.configs.common import (agent_fields, atari_env, network_fields,
 
 
 def get_config(variant: str = "default") -> ml_collections.ConfigDict:
-    if variant not in ("default", "sync", "debug"):
-        raise ValueError(f"unknown variant {variant!r}; allowed: 'default', 'sync', 'debug'.")
+    if variant not in ("default", "sync", "cpu", "debug"):
+        raise ValueError(f"unknown variant {variant!r}; allowed: 'default', 'sync', 'cpu', "
+                         f"'debug'.")
     config = ml_collections.ConfigDict()
     runtime_fields(config)
     config.num_actor_threads = 2
@@ -27,6 +29,15 @@ def get_config(variant: str = "default") -> ml_collections.ConfigDict:
     config.agent = agent_fields(PPOConfig())  # see agents/ppo/config.py for each field
     if variant == "sync":
         config.synchronous = True
+    elif variant == "cpu":
+        # The IMPALA ResNet runs at ~10-20 steps/s on a CPU: the Nature CNN, 2 threads x 16
+        # envs and shorter rollouts instead, and the SGD loop unrolled (XLA:CPU runs convs
+        # inside lax.scan ~25x slower, DESIGN.md / docs/ppo.md).
+        config.network.torso = "nature_cnn"
+        config.num_envs = 16
+        config.unroll_length = 32
+        config.total_env_steps = 2_000_000
+        config.agent.loop = "unroll"
     elif variant == "debug":
         tiny_atari(config)
         # XLA:CPU runs convolutions inside lax.scan ~25x slower (DESIGN.md): unroll the

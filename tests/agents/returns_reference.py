@@ -77,7 +77,10 @@ def ref_fold_truncation(r_t, v_t, terminated_t, truncated_t, gamma):
     T = len(r_t)
     r_out, disc_out = np.zeros(T), np.zeros(T)
     for i in range(T):
-        r_out[i] = r_t[i] + (gamma * v_t[i] if truncated_t[i] else 0.0)
+        # A step both terminated and truncated reached a terminal state: nothing follows it,
+        # so no bootstrap (the time limit only matters when the state is not terminal).
+        bootstrap = truncated_t[i] and not terminated_t[i]
+        r_out[i] = r_t[i] + (gamma * v_t[i] if bootstrap else 0.0)
         disc_out[i] = 0.0 if (terminated_t[i] or truncated_t[i]) else gamma
     return r_out, disc_out
 

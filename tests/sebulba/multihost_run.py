@@ -4,6 +4,11 @@ Takes the same flags as experiments/impala_atari.py (pass --config=...impala_cla
 
 Writes, per update, the global env-step counter and a hash of this process's copy of the
 parameters to <run_dir>/checksums-p<rank>.txt, so the test can compare processes bit for bit.
+
+With MULTIHOST_FIRST_ROLLOUT_STEPS=N in the environment it also wraps every actor env pool in
+`FirstSteps` and writes one hash per pool (its reset observations and the actions and
+observations of its first N steps: the first rollout) to <run_dir>/first-rollouts-p<rank>.txt,
+so tests/sebulba/test_multihost_seeds.py can check that the processes act on distinct envs.
 """
 import hashlib
 import os
@@ -16,6 +21,7 @@ import numpy as np  # noqa: E402
 from experiments import impala_atari  # noqa: E402
 from sebulba import experiment  # noqa: E402
 from sebulba.topology import local_replica  # noqa: E402
+from tests.sebulba.first_steps import FirstSteps  # noqa: E402
 
 
 def main(config):
@@ -29,8 +35,16 @@ def main(config):
             h.update(np.asarray(leaf).tobytes())
         out.write(f"{update} {env_steps} {h.hexdigest()}\n")
 
-    experiment.run(config, impala_atari.make_agent, name="multihost", on_update=on_update)
+    first_steps = int(os.environ.get("MULTIHOST_FIRST_ROLLOUT_STEPS", "0"))
+    pools: list = []
+    wrap = (lambda env: FirstSteps(env, first_steps, pools)) if first_steps else None
+    experiment.run(config, impala_atari.make_agent, name="multihost", on_update=on_update,
+                   wrap_env=wrap)
     out.close()
+    if first_steps:
+        with open(os.path.join(config.run_dir, f"first-rollouts-p{rank}.txt"), "w") as f:
+            f.write("".join(f"{h}\n" for h in sorted(p.hexdigest() for p in pools
+                                                       if p.stepped)))
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """Checkpoints: exact save/restore of any learner-state pytree, resume, clear mismatch errors."""
 import json
+import os
 from typing import NamedTuple
 
 import jax
@@ -133,3 +134,94 @@ def test_resume_from_an_older_checkpoint_into_the_same_dir_fails(first_run, tmp_
     config = classic_config(tmp_path, run_dir="", resume=f"{run_dir}/checkpoints/{steps[0]}")
     with pytest.raises(ValueError, match="has newer checkpoints"):
         impala_atari.run(config)
+
+
+def _truncate(path) -> None:
+    """Cuts a file in half, as a full disk or an interrupted copy leaves it."""
+    data = open(path, "rb").read()
+    with open(path, "wb") as f:
+        f.write(data[: len(data) // 2])
+
+
+def _data_file(ckpt: str) -> str:
+    """The tensorstore data file that holds the arrays of a checkpoint's state."""
+    import glob
+    import os
+    files = [f for f in glob.glob(f"{ckpt}/state/d/*") if os.path.isfile(f)]
+    assert files, f"no data file under {ckpt}/state/d"
+    return files[0]
+
+
+def test_damaged_checkpoints_are_named_and_resume_falls_back_to_an_intact_one(tmp_path, capsys):
+    ckpt_dir = tmp_path / "checkpoints"
+    saver = checkpoint.Checkpointer(str(ckpt_dir), every_updates=1, keep=3,
+                                    metadata={"experiment": "unit", "config": {}})
+    for update in (1, 2, 3):
+        saver.after_update(checkpoint.Progress(_state(), 10 * update, update))
+    saver.close()
+    template = jax.eval_shape(lambda: _state())
+    c1, c2, c3 = (str(ckpt_dir / str(u)) for u in (1, 2, 3))
+
+    _truncate(f"{c3}/meta/metadata")  # was: json.decoder.JSONDecodeError naming no path
+    with pytest.raises(checkpoint.DamagedCheckpointError) as e:
+        checkpoint.restore(c3, template)  # an explicit checkpoint: no fallback
+    msg = str(e.value)
+    assert f"checkpoint {c3} is damaged" in msg and "meta/metadata" in msg
+    assert f"Intact checkpoints: {c2}, {c1}" in msg
+    capsys.readouterr()
+    for source in (tmp_path, ckpt_dir):  # a run dir or a checkpoints dir: newest intact one
+        progress = checkpoint.restore(str(source), template)
+        assert (progress.updates, progress.checkpoint, progress.damaged) == (2, c2, [c3])
+        out = capsys.readouterr().out.strip().splitlines()
+        assert len(out) == 1 and out[0].startswith("warning: damaged checkpoint(s) skipped")
+        assert c3 in out[0] and out[0].endswith(c2)
+
+    _truncate(_data_file(c2))  # was: a raw tensorstore ValueError (DATA_LOSS/OUT_OF_RANGE)
+    with pytest.raises(checkpoint.DamagedCheckpointError,
+                       match=f"checkpoint {c2} is damaged .*state/.*Intact checkpoints: {c1}"):
+        checkpoint.restore(c2, template)
+    progress = checkpoint.restore(str(tmp_path), template)
+    assert (progress.updates, progress.damaged) == (1, [c3, c2])
+    np.testing.assert_array_equal(progress.learner_state.params["params"]["w"],
+                                  _state().params["params"]["w"])
+    with pytest.raises(checkpoint.DamagedCheckpointError, match="cannot be read"):
+        checkpoint.load_params(c2)  # evaluate/render get the same clear error
+
+    _truncate(_data_file(c1))
+    with pytest.raises(checkpoint.DamagedCheckpointError) as e:
+        checkpoint.restore(str(tmp_path), template)
+    assert "all 3 checkpoint(s)" in str(e.value) and c1 in str(e.value)
+
+
+def test_resume_from_a_run_with_a_damaged_newest_checkpoint(first_run, tmp_path, capsys):
+    """End to end: the run resumes from the newest intact checkpoint, moves the damaged one
+    aside (it saves that update number again) and finishes; an explicit damaged checkpoint
+    fails before anything is built, naming it and the intact ones."""
+    import shutil
+    src, _ = first_run
+    run_dir = str(tmp_path / "copy")
+    shutil.copytree(src, run_dir)
+    steps = checkpoint.list_steps(f"{run_dir}/checkpoints")
+    newest = f"{run_dir}/checkpoints/{steps[-1]}"
+    # Two checkpoints: a copy of the newest one, relabelled as an update one later.
+    shutil.copytree(newest, f"{run_dir}/checkpoints/{steps[-1] + 1}")
+    damaged = f"{run_dir}/checkpoints/{steps[-1] + 1}"
+    _truncate(f"{damaged}/meta/metadata")
+
+    config = classic_config(tmp_path, run_dir="", resume=damaged)
+    with pytest.raises(experiment.ConfigError) as e:
+        experiment.validate(config, devices=False)
+    assert f"checkpoint {damaged} is damaged" in str(e.value)
+    assert f"Intact checkpoints: {newest}" in str(e.value)
+
+    saved = checkpoint.load_metadata(newest)
+    config = classic_config(tmp_path, run_dir="", resume=run_dir,
+                            total_env_steps=saved["env_steps"] + 512)
+    capsys.readouterr()
+    resumed = impala_atari.run(config)
+    out = capsys.readouterr().out
+    assert f"warning: damaged checkpoint(s) skipped: {damaged}" in out
+    assert f"resuming from {newest}" in out and "moved aside" in out
+    assert resumed.updates == saved["updates"] + 2
+    assert checkpoint.list_steps(f"{run_dir}/checkpoints")[-1] == saved["updates"] + 2
+    assert os.path.isdir(f"{run_dir}/checkpoints/damaged-{steps[-1] + 1}")

@@ -1,5 +1,7 @@
 """Faults end the run promptly: an actor error exits non-zero; Ctrl-C and SIGTERM stop it
-after the current update and leave a checkpoint (SIGTERM, i.e. pre-emption, then exits 0)."""
+after the current update and leave a checkpoint (SIGTERM, i.e. pre-emption, then exits 0;
+Ctrl-C exits 130 with one line and a summary.json, no traceback). A second signal abandons
+the update in flight; every checkpoint holds the state of the update it is named after."""
 import json
 import os
 import signal
@@ -9,6 +11,7 @@ import time
 
 import pytest
 
+from sebulba import checkpoint
 from tests.sebulba.test_checkpoint import restore_run
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -37,7 +40,7 @@ def test_signal_stops_run_and_leaves_a_loadable_checkpoint(tmp_path, sig):
     deadline = time.time() + 90
     for line in proc.stdout:  # wait until training is under way
         lines.append(line)
-        if "steps " in line and "/10,000,000" in line and not line.strip().endswith("--"):
+        if "steps " in line and " sps " in line and not line.strip().endswith("--"):
             break
         assert time.time() < deadline, "".join(lines)
     sent = time.time()
@@ -51,9 +54,45 @@ def test_signal_stops_run_and_leaves_a_loadable_checkpoint(tmp_path, sig):
     if sig == signal.SIGTERM:
         assert proc.returncode == 0, out  # pre-emption: checkpoint written, clean exit
     else:
-        assert proc.returncode != 0, out  # Ctrl-C: KeyboardInterrupt after the checkpoint
+        assert proc.returncode == 130, out  # Ctrl-C: after the checkpoint, no traceback
+        assert "Traceback" not in out and "stopped by SIGINT at update" in out, out
     assert "checkpoint: " in out, out
     run_dir = tmp_path / "run"
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["stopped_by"] == sig.name
     saved = restore_run(str(run_dir))
     steps = [json.loads(line)["step"] for line in open(run_dir / "metrics.jsonl")]
     assert saved.updates == len(steps) > 0 and saved.env_steps == steps[-1]
+
+
+def _label_and_state_counter(ckpt: str) -> tuple[int, int]:
+    state, meta = checkpoint.load_raw(ckpt)
+    return int(meta["updates"]), int(state["update"])
+
+
+@pytest.mark.parametrize("count", [1, 2])
+def test_sigint_during_an_update_saves_a_consistent_checkpoint_and_summary(tmp_path, count):
+    """Signals arrive while update 3 runs (tests/sebulba/signal_run.py). One: update 3
+    finishes and is saved as update 3. Two: update 3 is abandoned (its state was donated to
+    it, so nothing intact to save); it used to be saved under the label of update 2."""
+    run_dir = tmp_path / "run"
+    proc = subprocess.run([sys.executable, "-m", "tests.sebulba.signal_run", str(run_dir),
+                           str(count), "3"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=240)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 130, out
+    assert "Traceback" not in out and "KeyboardInterrupt" not in out, out
+    stopped = [line for line in out.splitlines() if line.startswith("stopped by SIGINT")]
+    assert len(stopped) == 1, out
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["stopped_by"] == "SIGINT"
+    steps = checkpoint.list_steps(str(run_dir / "checkpoints"))
+    for step in steps:  # the label, the metadata and the state inside agree
+        assert _label_and_state_counter(str(run_dir / "checkpoints" / str(step))) == (step, step)
+    if count == 1:
+        assert steps == [3] and summary["updates"] == 3, out
+        assert summary["checkpoint"].endswith("checkpoints/3")
+        assert "resume with --config.resume=" in stopped[0]
+    else:
+        assert steps == [] and summary["updates"] == 2, out
+        assert summary["checkpoint"] is None and "no checkpoint" in stopped[0]

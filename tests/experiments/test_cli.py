@@ -1,0 +1,131 @@
+"""The experiment command line (sebulba/command_line.py), run as a user runs it: in a subprocess.
+
+A user error prints one message naming the field, the value, what is allowed and the close
+match, exits 2 and shows no traceback unless --verbose or SEBULBA_VERBOSE=1; `--import` loads
+user modules in every entry point that takes --config.
+"""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CLASSIC = "--config=experiments/configs/impala_classic.py"
+
+
+def _run(script: str, *args: str, cwd: str = ROOT, timeout: int = 300, **env_vars: str):
+    env = dict(os.environ, JAX_PLATFORMS="cpu", **env_vars)
+    env.pop("SEBULBA_VERBOSE", None) if "SEBULBA_VERBOSE" not in env_vars else None
+    return subprocess.run([sys.executable, os.path.join(ROOT, "experiments", script), *args],
+                          cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.parametrize("args, expected", [
+    # a misspelt field (was: AttributeError: '\'num_env\'\nDid you mean ...' and a traceback)
+    (["--config.num_env=8"], ["--config.num_env=8", "'num_env' is not a field of config",
+                              "Did you mean 'num_envs'", "Fields of config: "]),
+    (["--config.agent.learning_rat=0.1"], ["'learning_rat' is not a field of config.agent",
+                                           "Did you mean 'learning_rate'"]),
+    # agent field values (was: two chained tracebacks)
+    (["--config.agent.learning_rate=-1"], ["agent.learning_rate=-1.0 must be positive"]),
+    (["--config.network.torso=impala_resnt"],
+     ["network.torso='impala_resnt' is not a torso; allowed: ", "Did you mean 'impala_resnet'"]),
+    (["--config.eval_policy=greedyy"], ["eval_policy='greedyy'", "Did you mean 'greedy'"]),
+    (["--config.num_envs=abc"], ["--config.num_envs=abc", "invalid literal for int()"]),
+    (["--config.num_envs=0"], ["num_envs=0 must be a positive integer"]),
+    # a missing config file (was: `Failed loading config file config_config`, late)
+    (["--config=experiments/configs/impala_clasic.py"],
+     ["no such config file", "impala_clasic.py", "Did you mean 'impala_classic.py'"]),
+    ([CLASSIC + ":nope"], ["impala_classic.py:nope", "unknown variant 'nope'; allowed: "]),
+    (["--config.resume=/no/such/run"], ["resume='/no/such/run'", "no checkpoint at"]),
+    (["--import", "no_such_module_xyz"], ["--import 'no_such_module_xyz' failed"]),
+    (["--improt=x"], ["Unknown command line flag 'improt'", "import"]),
+])
+def test_a_user_error_prints_one_message_and_exits_2(args, expected, tmp_path):
+    proc = _run("train.py", *([CLASSIC] if not args[0].startswith("--config=") else []),
+                *args, f"--config.run_dir={tmp_path}/run")
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert proc.stderr.startswith("error: "), proc.stderr[-3000:]
+    for text in expected:
+        assert text in proc.stderr, (text, proc.stderr)
+    assert not os.path.exists(f"{tmp_path}/run")  # nothing was started
+
+
+def test_verbose_or_the_environment_variable_shows_the_traceback(tmp_path):
+    for args, env in ((["--verbose"], {}), ([], {"SEBULBA_VERBOSE": "1"})):
+        proc = _run("train.py", CLASSIC, "--config.agent.learning_rate=-1", *args, **env)
+        assert proc.returncode != 0 and "Traceback" in proc.stderr, (args, env)
+        assert "agent.learning_rate=-1.0 must be positive" in proc.stderr
+        proc = _run("train.py", CLASSIC, "--config.num_env=8", *args, **env)
+        assert proc.returncode != 0 and "Traceback" in proc.stderr, (args, env)
+
+
+USER_MODULE = textwrap.dedent('''
+    """A user's env, registered at import (what `--import` is for)."""
+    import gymnasium
+    from sebulba import adapters, registry
+
+    def make(num_envs, seed, env_config):
+        return adapters.gymnasium_env(lambda: gymnasium.make("CartPole-v1"), num_envs, seed)
+
+    registry.register_env("UserCartPole-cli-v0", make)
+''')
+
+
+@pytest.mark.parametrize("script, how", [("train.py", "file"), ("impala_atari.py", "module")])
+def test_import_flag_registers_a_user_env_for_training(script, how, tmp_path):
+    """Was: `Unknown command line flag 'import'` (README: the scripts take --import)."""
+    (tmp_path / "user_envs_cli.py").write_text(USER_MODULE)
+    module = str(tmp_path / "user_envs_cli.py") if how == "file" else "user_envs_cli"
+    args = (f"--config={ROOT}/experiments/configs/impala_classic.py",
+            "--config.env.name=UserCartPole-cli-v0", "--config.total_env_steps=512",
+            f"--config.run_dir={tmp_path}/run", "--config.console_every_s=1e9")
+    proc = _run(script, *args, cwd=str(tmp_path))  # without it the env is unknown
+    assert proc.returncode == 2 and "UserCartPole-cli-v0" in proc.stderr, proc.stderr[-3000:]
+    proc = _run(script, *args, "--import", module, cwd=str(tmp_path))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.load(open(tmp_path / "run" / "summary.json"))
+    assert summary["env_steps"] == 512
+
+
+def test_cpu_variants_and_the_cpu_hint():
+    """The README's first command on a CPU trains the IMPALA ResNet at ~10-20 steps/s: a
+    one-line note says so and names the `:cpu` variant (Nature CNN, fewer envs)."""
+    import jax
+    from experiments.configs import impala_atari, ppo_atari
+    from sebulba import command_line
+    assert jax.default_backend() == "cpu"
+    for module in (impala_atari, ppo_atari):
+        config = module.get_config("cpu")
+        assert config.network.torso == "nature_cnn"
+        assert config.num_envs * config.num_actor_threads <= 32
+        path = module.__file__
+        assert command_line.cpu_hint(config, path) is None  # already CPU-sized
+        hint = command_line.cpu_hint(module.get_config(), path)
+        assert hint is not None and f"--config={path}:cpu" in hint and "\n" not in hint
+        multi = module.get_config()
+        multi.distributed.num_processes = 2  # no device query before a multi-host join
+        assert command_line.cpu_hint(multi, path) is None
+    hint = command_line.cpu_hint(impala_atari.get_config(), "my_config.py")
+    assert "--config.network.torso=nature_cnn" in hint  # a config without a :cpu variant
+
+
+def test_the_cpu_hint_is_printed_at_start(tmp_path):
+    proc = _run("impala_atari.py", "--config.num_envs=0", f"--config.run_dir={tmp_path}/run")
+    assert proc.returncode == 2 and "num_envs=0" in proc.stderr
+    hint = [line for line in proc.stdout.splitlines() if line.startswith("note: JAX runs on CPU")]
+    assert len(hint) == 1 and "configs/impala_atari.py:cpu" in hint[0], proc.stdout
+
+
+def test_sweep_passes_import_to_every_run(tmp_path):
+    from scripts import sweep
+    args = sweep.parse_args(["--experiment", "experiments/train.py", "--config",
+                             "experiments/configs/impala_classic.py", "--out", str(tmp_path),
+                             "--import", "my_envs", "--import", "more.py"])
+    run = sweep.plan(args.grid_spec, args.seed_list, args.out)[0]
+    cmd = sweep.command(args, run, resume=False)
+    assert cmd[-2:] == ["--import=my_envs", "--import=more.py"]

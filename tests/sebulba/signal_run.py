@@ -1,0 +1,75 @@
+"""A CartPole run that gets signals while an update is in flight (for test_shutdown.py).
+
+Usage: python -m tests.sebulba.signal_run RUN_DIR NUM_SIGNALS AT_UPDATE [SIGNAL]
+
+Update AT_UPDATE is made slow (a few seconds of matrix products inside the compiled step, so
+XLA runs it asynchronously while the learner waits for it). Right after update AT_UPDATE - 1,
+a thread sends this process NUM_SIGNALS signals (SIGINT by default) 1.0 s and 1.3 s later:
+they arrive while the learner waits for the slow update, the moment when a signal handler
+that raised once made the final checkpoint save one update's state under the previous update's
+label. Only the final checkpoint is written (no periodic ones): it is the one the test reads.
+"""
+import os
+import signal
+import sys
+import threading
+import time
+
+os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=2"
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+import dataclasses  # noqa: E402
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+
+from experiments import impala_atari  # noqa: E402
+from experiments.configs import impala_classic  # noqa: E402
+from sebulba import experiment  # noqa: E402
+
+
+def _slow_update(at_update: int):
+    """make_agent whose update `at_update` also runs a few seconds of matrix products."""
+    def heavy(x):
+        return jax.lax.fori_loop(0, 25, lambda i, y: jnp.tanh(y @ y / 1500.0), x).mean()
+
+    def make_agent(network, agent_config, num_updates):
+        agent = impala_atari.make_agent(network, agent_config, num_updates)
+
+        def learn_step(state, rollout, axis_name):
+            new_state, metrics = agent.learn_step(state, rollout, axis_name)
+            x = jnp.ones((1500, 1500), jnp.float32)
+            busy = jax.lax.cond(state.update + 1 == at_update, heavy, lambda x: x[0, 0], x)
+            return new_state, {**metrics, "test/busy": busy}  # used, so never pruned
+        return dataclasses.replace(agent, learn_step=learn_step)
+    return make_agent
+
+
+def _signal_after(update: int, count: int, sig: signal.Signals):
+    """on_update hook: after `update`, sends `count` signals 1.0 s, 1.3 s ... later."""
+    def send():
+        for i in range(count):
+            time.sleep(1.0 if i == 0 else 0.3)
+            os.kill(os.getpid(), sig)
+
+    def on_update(done, env_steps, state):
+        if done == update:
+            threading.Thread(target=send, daemon=True).start()
+    return on_update
+
+
+def main(run_dir: str, count: int, at_update: int, sig: str = "SIGINT") -> None:
+    config = impala_classic.get_config()
+    config.run_dir = run_dir
+    config.console_every_s = 0.0
+    config.actor_device_ids = (0,)
+    config.learner_device_ids = (1,)  # one learner device: the callback runs once per update
+    config.checkpoint_every_updates = 0
+    config.checkpoint_every_minutes = 0.0
+    config.total_env_steps = 10_000_000
+    experiment.run(config, _slow_update(at_update), name="signal",
+                   on_update=_signal_after(at_update - 1, count, signal.Signals[sig]))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), *sys.argv[4:])

@@ -1,0 +1,293 @@
+"""The overlapped actor loop (two half-pools stepped in turn, sebulba/actor.py).
+
+- Equivalence: on deterministic envs and a deterministic policy (feed-forward and recurrent,
+  even and odd env counts, EnvPool CartPole and a step-only Python env), the overlapped loop
+  produces exactly the rollouts, episode statistics and core states of the one-pool loop.
+- "auto" overlaps EnvPool pools (native send/recv) and leaves step-only envs synchronous.
+- Behaviour: with an env step of E ms and a policy of P ms (both sleeps that release the GIL),
+  an overlapped step takes about max(E, P), the one-pool step E + P.
+- All actor threads of an agent share one jitted policy: it is traced once, not per thread.
+
+The half-pools step in lockstep (batch_size == num_envs), so no env comes back out of order;
+envs that would (EnvPool's batch_size < num_envs) are not used by the runtime.
+"""
+from __future__ import annotations
+
+import queue
+import threading
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from gymnasium import spaces
+from jax.sharding import SingleDeviceSharding
+
+from sebulba import actor as actor_mod
+from sebulba.actor import ActorThread
+from sebulba.agent import Agent
+from sebulba.envs import EnvConfig, TimeStep, make_env
+from sebulba.pipeline import Lifetime, ParamsSource
+
+
+class ClockEnv:
+    """Deterministic envs with the runtime's one-step-late autoreset. Env i (id = seed + i)
+    plays episodes of 2 + (id + k) % 5 steps (k = episode index) that end terminated or
+    truncated by parity; obs = [id, t, k, last action]; reward = action + 0.1 t."""
+
+    def __init__(self, num_envs: int, seed: int, step_s: float = 0.0,
+                 lock: threading.Lock | None = None) -> None:
+        self.num_envs = num_envs
+        self.ids = seed + np.arange(num_envs)
+        self.observation_space = spaces.Box(-1e9, 1e9, (4,), np.float32)
+        self.action_space = spaces.Discrete(3)
+        self._step_s, self._lock = step_s, lock or threading.Lock()
+        self.t = np.zeros(num_envs, np.int64)
+        self.k = np.zeros(num_envs, np.int64)
+        self.resetting = np.zeros(num_envs, bool)
+        self.last = np.zeros(num_envs, np.int64)
+
+    def _obs(self):
+        return np.stack([self.ids, self.t, self.k, self.last], 1).astype(np.float32)
+
+    def reset(self):
+        self.t[:], self.k[:], self.resetting[:], self.last[:] = 0, 0, False, 0
+        return self._obs()
+
+    def step(self, action) -> TimeStep:
+        if self._step_s:
+            with self._lock:  # one "env core": the half-pools' steps cannot run together
+                time.sleep(self._step_s)
+        action = np.asarray(action).astype(np.int64)
+        reward = np.zeros(self.num_envs, np.float32)
+        term, trunc = np.zeros(self.num_envs, bool), np.zeros(self.num_envs, bool)
+        r = self.resetting
+        self.t[r], self.k[r], self.last[r] = 0, self.k[r] + 1, 0
+        go = ~r
+        self.t[go] += 1
+        self.last[go] = action[go]
+        reward[go] = action[go] + 0.1 * self.t[go]
+        end = go & (self.t >= 2 + (self.ids + self.k) % 5)
+        odd = (self.ids + self.k) % 2 == 1
+        term[end & ~odd], trunc[end & odd] = True, True
+        self.resetting = term | trunc
+        return TimeStep(self._obs(), reward, term, trunc, term | trunc)
+
+    def close(self) -> None:
+        pass
+
+
+def _clock_agent(recurrent: bool) -> Agent:
+    """Actions and extras are functions of the observation (and the core state), never of
+    the key: the two loops draw different keys, so only then can their rollouts be equal."""
+
+    def actor_step(params, obs, key, state=None):
+        if state is None:
+            action = (obs[:, 0] + obs[:, 1] + obs[:, 2]).astype(jnp.int32) % 3
+            return action, {"v": obs[:, 1] * params["w"]}
+        h = state["h"] + obs[:, 1:3]  # memory of this episode's steps, reset per episode
+        action = (h[:, 0] + obs[:, 0]).astype(jnp.int32) % 3
+        return action, {"v": h[:, 0] * params["w"]}, {"h": h}
+
+    return Agent(init=lambda key, obs: {"w": jnp.float32(0.5)}, actor_params=lambda s: s,
+                 actor_step=actor_step, learn_step=lambda *a: None,
+                 initial_core_state=(lambda n: {"h": jnp.zeros((n, 2))}) if recurrent
+                 else None)
+
+
+def _run(agent, make_env_sized, num_envs, overlap, T, n_rollouts, seed=11, timeout=120):
+    """Starts an ActorThread, returns (rollouts on the host, messages, arrival times, thread)."""
+    device = jax.devices()[0]
+    lifetime, out = Lifetime(), queue.Queue(maxsize=n_rollouts + 2)
+    params = ParamsSource([device], lifetime)
+    params.publish({"w": jnp.float32(0.5)}, 0)
+    actor = ActorThread(actor_id=0, device=device, agent=agent,
+                        make_env=lambda s: make_env_sized(num_envs, s), seed=seed,
+                        unroll_length=T, params=params, out_queue=out,
+                        learner_sharding=SingleDeviceSharding(device), lifetime=lifetime,
+                        make_env_sized=make_env_sized, overlap=overlap, num_envs=num_envs)
+    actor.start()
+    msgs, arrivals = [], []
+    try:
+        for _ in range(n_rollouts):
+            msgs.append(out.get(timeout=timeout))
+            arrivals.append(time.perf_counter())
+    finally:
+        lifetime.stop()
+        actor.join(timeout=30)
+    assert not actor.is_alive()
+    lifetime.raise_if_failed()
+    return [jax.device_get(m.rollout) for m in msgs], msgs, arrivals, actor
+
+
+def _assert_same(a, b):
+    for ra, rb in zip(a, b, strict=True):
+        jax.tree.map(np.testing.assert_array_equal, ra, rb)
+
+
+@pytest.mark.parametrize("recurrent", [False, True], ids=["feedforward", "lstm_like"])
+@pytest.mark.parametrize("num_envs", [6, 5])
+def test_overlap_gives_the_one_pool_rollouts(recurrent, num_envs):
+    agent = _clock_agent(recurrent)
+    sync = _run(agent, ClockEnv, num_envs, "off", T=7, n_rollouts=4)
+    over = _run(agent, ClockEnv, num_envs, "on", T=7, n_rollouts=4)
+    assert sync[3].overlapping is False and over[3].overlapping is True
+    rs, ro = sync[0], over[0]
+    assert ro[0].obs.shape == (8, num_envs, 4) and ro[0].reward.shape == (7, num_envs)
+    _assert_same(rs, ro)
+    # The env axis is the thread's envs in order (seed + i), halves concatenated.
+    np.testing.assert_array_equal(ro[0].obs[0, :, 0], 11 + np.arange(num_envs))
+    # Reset steps, both kinds of episode end and several episodes per env occurred.
+    v = np.concatenate([r.valid for r in ro])
+    assert (~v).sum() >= num_envs and any(r.terminated.any() for r in ro)
+    assert any(r.truncated.any() for r in ro)
+    for ms, mo in zip(sync[1], over[1]):
+        assert sorted(ms.episodes) == sorted(mo.episodes) and ms.episodes
+        assert mo.env_steps == 7 * num_envs
+    if recurrent:  # memory carried over rollouts, reset per env at episode starts
+        assert np.abs(ro[2].core_state["h"]).max() > 0
+
+
+@pytest.mark.parametrize("recurrent", [False, True], ids=["feedforward", "lstm_like"])
+def test_overlap_on_envpool_keeps_seeds_and_rollouts(recurrent):
+    """EnvPool CartPole: half-pools seeded seed and seed + n_A step exactly as the one pool."""
+    cfg = EnvConfig(name="CartPole-v1", num_threads=2)
+
+    def sized(n, seed):
+        return make_env(cfg, n, seed)
+
+    def actor_step(params, obs, key, state=None):
+        action = (obs[:, 2] < 0).astype(jnp.int32)  # pushes the pole over: short games
+        if state is None:
+            return action, {"v": obs.sum(-1) * params["w"]}
+        h = state["h"] + obs[:, :2]
+        return action, {"v": h[:, 0] * params["w"]}, {"h": h}
+
+    agent = Agent(init=None, actor_params=lambda s: s, actor_step=actor_step,
+                  learn_step=lambda *a: None,
+                  initial_core_state=(lambda n: {"h": jnp.zeros((n, 2))}) if recurrent
+                  else None)
+    sync = _run(agent, sized, 8, "off", T=16, n_rollouts=3)
+    over = _run(agent, sized, 8, "on", T=16, n_rollouts=3)
+    assert over[3].overlapping is True
+    assert not np.all(np.concatenate([r.valid for r in over[0]]))  # episodes ended
+    _assert_same(sync[0], over[0])
+
+
+def test_auto_overlaps_envpool_on_accelerators_only():
+    pool = make_env(EnvConfig(name="CartPole-v1"), 2, 0)
+    try:
+        assert actor_mod.wants_overlap("auto", pool, "gpu")
+        assert actor_mod.wants_overlap("auto", pool, "tpu")
+        assert not actor_mod.wants_overlap("auto", pool, "cpu")  # measured slower on CPU
+        # A step-only env (a user env, a gymnasium adapter) would step in the actor's thread.
+        assert not actor_mod.wants_overlap("auto", ClockEnv(2, 0), "gpu")
+        assert actor_mod.wants_overlap("on", ClockEnv(2, 0), "cpu")
+        assert not actor_mod.wants_overlap("off", pool, "gpu")
+    finally:
+        pool.close()
+    _, _, _, a = _run(_clock_agent(False), ClockEnv, 4, "auto", T=3, n_rollouts=1)
+    assert a.overlapping is False
+
+
+def test_overlap_refuses_bad_settings():
+    kw = dict(actor_id=0, device=jax.devices()[0], agent=_clock_agent(False),
+              make_env=lambda s: ClockEnv(4, s), seed=0, unroll_length=2,
+              params=None, out_queue=None, learner_sharding=None, lifetime=Lifetime())
+    with pytest.raises(ValueError, match="overlap='sometimes'; allowed: auto, on, off"):
+        ActorThread(overlap="sometimes", **kw)
+    with pytest.raises(ValueError, match="overlap='on' needs make_env_sized"):
+        ActorThread(overlap="on", **kw)
+
+
+def _sleepy_agent(policy_s: float, num_envs: int) -> Agent:
+    """A policy whose call sleeps policy_s x (its share of the thread's envs) on the host."""
+
+    def sleep_then_act(obs):
+        time.sleep(policy_s * obs.shape[0] / num_envs)
+        return np.zeros(obs.shape[0], np.int32)
+
+    def actor_step(params, obs, key):
+        action = jax.pure_callback(sleep_then_act,
+                                   jax.ShapeDtypeStruct(obs.shape[:1], jnp.int32), obs)
+        return action, {"v": obs[:, 0] * params["w"]}
+
+    return Agent(init=None, actor_params=lambda s: s, actor_step=actor_step,
+                 learn_step=lambda *a: None)
+
+
+@pytest.mark.parametrize("env_ms,policy_ms", [(40, 25), (25, 40)])
+def test_overlapped_step_costs_the_slower_part_not_the_sum(env_ms, policy_ms):
+    """Behaviour, not speed: one env "core" (a lock) steps a half-pool in E x its share of the
+    envs, the policy sleeps P x its share; a thread step (every env once) then takes about
+    max(E, P) overlapped and E + P with one pool. Sleeps release the GIL, as EnvPool does."""
+    n, T, k = 8, 6, 5
+    lock = threading.Lock()
+
+    def sized(m, seed):
+        return ClockEnv(m, seed, step_s=env_ms / 1e3 * m / n, lock=lock)
+
+    agent = _sleepy_agent(policy_ms / 1e3, n)
+    per_step = {}
+    for mode in ("off", "on"):
+        _, _, arrivals, _ = _run(agent, sized, n, mode, T=T, n_rollouts=k)
+        per_step[mode] = (arrivals[-1] - arrivals[0]) / ((k - 1) * T) * 1e3
+    slower, total = max(env_ms, policy_ms), env_ms + policy_ms
+    assert per_step["off"] > 0.9 * total, per_step
+    assert per_step["on"] < 1.25 * slower, per_step
+
+
+def test_actor_threads_share_one_compiled_policy():
+    traces = []
+
+    def actor_step(params, obs, key):
+        traces.append(obs.shape)  # runs once per trace (compile), not per call
+        return obs[:, 0].astype(jnp.int32) % 3, {"v": obs[:, 1] * params["w"]}
+
+    agent = Agent(init=None, actor_params=lambda s: s, actor_step=actor_step,
+                  learn_step=lambda *a: None)
+    device = jax.devices()[0]
+    lifetime = Lifetime()
+    params = ParamsSource([device], lifetime)
+    params.publish({"w": jnp.float32(0.5)}, 0)
+    queues = [queue.Queue(maxsize=4) for _ in range(3)]
+    actors = [ActorThread(actor_id=i, device=device, agent=agent,
+                          make_env=lambda s: ClockEnv(4, s), seed=100 * i, unroll_length=3,
+                          params=params, out_queue=q, learner_sharding=SingleDeviceSharding(
+                              device), lifetime=lifetime, overlap="off")
+              for i, q in enumerate(queues)]
+    assert actors[0]._policy is actors[1]._policy is actor_mod.policy_fn(agent)
+    for a in actors:
+        a.start()
+    try:
+        for q in queues:
+            q.get(timeout=120)
+    finally:
+        lifetime.stop()
+        for a in actors:
+            a.join(timeout=30)
+    lifetime.raise_if_failed()
+    assert traces == [(4, 4)], traces  # 3 threads, one device, one shape: one trace
+
+
+def test_runtime_trains_with_overlapped_actors(tmp_path):
+    """The runner hands RuntimeConfig.actor_overlap and the sized env factory to its actors:
+    a CartPole run with half-pools counts every step and episode."""
+    from experiments import impala_atari
+    from tests.helpers import classic_config
+    config = classic_config(tmp_path, num_actor_threads=2, num_envs=6, unroll_length=8,
+                            total_env_steps=2 * 6 * 8 * 12, actor_overlap="on")
+    result = impala_atari.run(config)
+    assert result.updates == 12 and result.env_steps == 12 * 96
+    assert result.last_metrics["episode/count"] > 0
+    assert np.isfinite(result.last_metrics["loss/total"])
+
+
+@pytest.mark.parametrize("overlap,num_envs,match", [
+    ("maybe", 4, r"actor_overlap='maybe' must be 'auto', 'on' or 'off'"),
+    ("on", 1, r"actor_overlap='on' needs num_envs >= 2 per actor thread")])
+def test_runtime_config_checks_actor_overlap(overlap, num_envs, match):
+    from sebulba.runner import RuntimeConfig, validate_runtime_config
+    with pytest.raises(ValueError, match=match):
+        validate_runtime_config(RuntimeConfig(actor_overlap=overlap, num_envs=num_envs))

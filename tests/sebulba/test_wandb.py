@@ -1,0 +1,158 @@
+"""Weights & Biases logging (config.wandb), in W&B's offline mode: no account, no network.
+
+The offline run's scalars are read back from its transaction log (`run-<id>.wandb`), the file
+`wandb sync` uploads: a LevelDB-style log (github.com/google/leveldb/blob/main/doc/log_format.md)
+of wandb's own protobuf `Record`s, after a 7-byte header (":W&B", magic 0xBEE1, version).
+wandb 0.31 reads it only in its Go core, so `_read_records` below is the few lines needed.
+"""
+import glob
+import importlib.util
+import json
+import os
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sebulba.logging import WANDB_STEP, MetricsLogger
+from sebulba.validation import ConfigError
+
+ROOT = Path(__file__).resolve().parents[2]
+_BLOCK = 32768  # LevelDB log block size; a record never straddles a block's 7-byte header
+_FULL, _FIRST, _MIDDLE, _LAST = 1, 2, 3, 4
+
+
+def _read_records(path: str) -> list:
+    from wandb.proto import wandb_internal_pb2
+    data = Path(path).read_bytes()
+    assert data[:4] == b":W&B" and struct.unpack("<H", data[4:6])[0] == 0xBEE1, data[:7]
+    records, pending, pos = [], b"", 7
+    while pos + 7 <= len(data):
+        if _BLOCK - pos % _BLOCK < 7:  # block trailer too short for a header: zero padding
+            pos += _BLOCK - pos % _BLOCK
+            continue
+        _crc, length, kind = struct.unpack("<IHB", data[pos:pos + 7])
+        chunk = data[pos + 7:pos + 7 + length]
+        pos += 7 + length
+        if kind == 0 and length == 0:  # preallocated zeros at the end
+            break
+        pending = chunk if kind in (_FULL, _FIRST) else pending + chunk
+        if kind in (_FULL, _LAST):
+            record = wandb_internal_pb2.Record()
+            record.ParseFromString(pending)
+            records.append(record)
+    return records
+
+
+def _offline_run(wandb_dir: Path) -> tuple[list[dict], dict]:
+    """(history rows, config) of the one offline run under `wandb_dir`."""
+    import wandb
+    # finish() returns before wandb's service process has flushed the log to disk (it does at
+    # exit); teardown() stops the service, flushing it, as the end of the process would.
+    wandb.teardown()
+    [path] = glob.glob(str(wandb_dir / "wandb" / "offline-run-*" / "run-*.wandb"))
+    history, config = [], {}
+    for record in _read_records(path):
+        kind = record.WhichOneof("record_type")
+        if kind == "history":
+            history.append({i.key or "/".join(i.nested_key): json.loads(i.value_json)
+                            for i in record.history.item})
+        elif kind in ("run", "config"):  # wandb.init's config comes in the run record
+            updates = record.run.config.update if kind == "run" else record.config.update
+            config.update({i.key: json.loads(i.value_json) for i in updates})
+    return history, config
+
+
+@pytest.fixture
+def offline(tmp_path, monkeypatch):
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_DIR", str(tmp_path / "wb"))
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    (tmp_path / "wb").mkdir()
+    return tmp_path / "wb"
+
+
+def test_wandb_logs_the_same_scalars_at_the_same_env_steps_and_the_config(tmp_path, offline):
+    pytest.importorskip("wandb")
+    run_config = {"seed": 3, "agent": {"learning_rate": 1e-3}, "env": {"name": "Pong-v5"}}
+    logger = MetricsLogger(str(tmp_path / "run"), 1000, console_every_s=1e9,
+                           wandb_config={"project": "sebulba-test", "group": "g"},
+                           run_config=run_config)
+    logger.write(100, {"loss/total": 1.5, "sps": 200.0})
+    logger.write(200, {"loss/total": 0.5, "episode/return_mean": -20.0})
+    # The background evaluator logs at a step the learner has passed: wandb's own `step`
+    # would drop it (it must increase); against env_step it is kept.
+    logger.write(150, {"eval/return_mean": 3.0}, console=False)
+    logger.close()
+
+    with open(tmp_path / "run" / "metrics.jsonl") as f:
+        jsonl = [json.loads(line) for line in f]
+    history, config = _offline_run(offline)
+    assert len(history) == len(jsonl) == 3
+    for row, line in zip(history, jsonl):
+        assert row[WANDB_STEP] == line["step"]
+        scalars = {k: v for k, v in line.items() if k not in ("step", "time")}
+        assert {k: row[k] for k in scalars} == pytest.approx(scalars)
+    assert config["seed"] == 3 and config["agent"] == {"learning_rate": 1e-3}
+    assert config["env"] == {"name": "Pong-v5"}
+    run_id = (tmp_path / "run" / "wandb_run_id").read_text()
+    assert len(glob.glob(str(offline / "wandb" / f"offline-run-*-{run_id}"))) == 1
+
+    # A resumed run (same run dir) continues the same W&B run; a fresh one starts its own.
+    MetricsLogger(str(tmp_path / "run"), 1000, resume_step=200,
+                  wandb_config={"project": "sebulba-test"}).close()
+    MetricsLogger(str(tmp_path / "fresh"), 1000, wandb_config={"project": "sebulba-test"}).close()
+    assert (tmp_path / "run" / "wandb_run_id").read_text() == run_id
+    assert (tmp_path / "fresh" / "wandb_run_id").read_text() != run_id
+    assert len(glob.glob(str(offline / "wandb" / f"offline-run-*-{run_id}"))) == 2
+
+
+def test_wandb_is_off_by_default_and_a_missing_package_is_named(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "wandb", None)  # `import wandb` now raises ImportError
+    logger = MetricsLogger(str(tmp_path / "a"), 10, wandb_config={"project": ""})
+    logger.write(1, {"x": 1.0})
+    logger.close()  # nothing imported wandb
+    # ConfigError: the command line prints it as one message, without a traceback.
+    with pytest.raises(ConfigError, match=r"wandb.project='p'.*pip install wandb"):
+        MetricsLogger(str(tmp_path / "b"), 10, wandb_config={"project": "p"})
+    with pytest.raises(ConfigError, match=r"wandb.mode='ofline'.*'offline'"):
+        MetricsLogger(str(tmp_path / "c"), 10, wandb_config={"project": "p", "mode": "ofline"})
+    # Only process 0 logs: the others' loggers are disabled and never start W&B.
+    MetricsLogger(str(tmp_path / "d"), 10, enabled=False, wandb_config={"project": "p"}).close()
+
+
+@pytest.mark.parametrize("name", ["impala_atari", "impala_classic", "ppo_atari", "ppo_classic",
+                                  "ppo_mujoco"])
+def test_every_config_has_wandb_off(name):
+    spec = importlib.util.spec_from_file_location(
+        f"_cfg_{name}", ROOT / "experiments" / "configs" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    config = module.get_config()
+    assert config.wandb.project == ""
+    assert set(config.wandb) == {"project", "entity", "group", "name", "mode"}
+
+
+def test_an_experiment_logs_to_wandb_when_a_project_is_set(tmp_path):
+    """The hookup in sebulba/experiment.run, as a user runs it; files under <run_dir>/wandb."""
+    pytest.importorskip("wandb")
+    run_dir = tmp_path / "run"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WANDB_")}
+    env.update(JAX_PLATFORMS="cpu", WANDB_MODE="offline", WANDB_SILENT="true")
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "experiments" / "impala_atari.py"),
+         "--config=experiments/configs/impala_classic.py:debug", f"--config.run_dir={run_dir}",
+         "--config.wandb.project=sebulba-test", "--config.agent.learning_rate=0.0007"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    with open(run_dir / "metrics.jsonl") as f:
+        jsonl = [json.loads(line) for line in f]
+    history, config = _offline_run(run_dir)
+    assert len(jsonl) >= 2 and len(history) == len(jsonl)
+    for row, line in zip(history, jsonl):
+        assert row[WANDB_STEP] == line["step"]
+        assert row["loss/total"] == pytest.approx(line["loss/total"])
+    assert config["agent"]["learning_rate"] == 0.0007
+    assert config["wandb"]["project"] == "sebulba-test"
