@@ -3,7 +3,8 @@ laptop CPU).
 
 The default trains the IMPALA ResNet, a GPU-sized network: on a CPU it runs at ~10-20 env
 steps/s after minutes of compilation. `:cpu` trains the Nature CNN on 2 threads x 16 envs, the
-layout measured in the README's throughput table (~400 steps/s end to end on 2 cores).
+layout measured in the README's throughput table (436 steps/s end to end on 2 quiet cores;
+150-190 on the same machine shared at load 7).
 
 Hyperparameter sources are cited in agents/impala/config.py; the layout (64 envs in 2 threads,
 unroll 20) follows cleanba's IMPALA Atari setup scaled to one device.

@@ -32,7 +32,9 @@ def get_config(variant: str = "default") -> ml_collections.ConfigDict:
     elif variant == "cpu":
         # The IMPALA ResNet runs at ~10-20 steps/s on a CPU: the Nature CNN, 2 threads x 16
         # envs and shorter rollouts instead, and the SGD loop unrolled (XLA:CPU runs convs
-        # inside lax.scan ~25x slower, DESIGN.md / docs/ppo.md).
+        # inside lax.scan ~25x slower, DESIGN.md / docs/ppo.md). Measured on a loaded 2-core
+        # machine (load 7-9): ~4 min compiling, then 35-70 steps/s; PPO's 4 epochs make it
+        # ~4x slower than IMPALA's :cpu (~150-190 steps/s on the same machine, 415 quiet).
         config.network.torso = "nature_cnn"
         config.num_envs = 16
         config.unroll_length = 32

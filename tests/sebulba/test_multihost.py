@@ -38,27 +38,46 @@ def test_two_processes_train_in_lockstep(tmp_path):
 
 
 def test_dead_peer_ends_the_other_process(tmp_path):
-    """Kill process 1 mid-run: process 0 must exit with an error, not hang in a collective."""
+    """Kill process 1 mid-run: process 0 exits promptly with one message naming the lost
+    process, saves no checkpoint of the update whose collective failed, and ends with a plain
+    non-zero status: no traceback, no SIGABRT from jax.distributed's shutdown at exit."""
     env = dict(os.environ, JAX_PLATFORMS="cpu",
                XLA_FLAGS="--xla_force_host_platform_device_count=2")
     port = 29000 + os.getpid() % 1000
+    run_dir = tmp_path / "run"
     procs = [subprocess.Popen(
         [sys.executable, DRIVER, *LAYOUT, "--config.total_env_steps=100000000",
-         f"--config.run_dir={tmp_path}/run", "--config.console_every_s=0",
+         f"--config.run_dir={run_dir}", "--config.console_every_s=0",
+         "--config.checkpoint_every_updates=3",
          f"--config.distributed.coordinator_address=127.0.0.1:{port}",
          "--config.distributed.num_processes=2", f"--config.distributed.process_id={i}",
          "--config.distributed.heartbeat_timeout_s=10"],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         for i in range(2)]
     try:
-        for line in procs[0].stdout:  # wait until updates are flowing
+        updates = 0
+        for line in procs[0].stdout:  # wait until a few updates (and a checkpoint) are done
             if "steps " in line and "sps" in line and " 0/" not in line:
-                break
+                updates += 1
+                if updates == 4:
+                    break
         procs[1].send_signal(signal.SIGKILL)
         killed = time.time()
-        procs[0].wait(timeout=90)
-        assert procs[0].returncode != 0
+        out, _ = procs[0].communicate(timeout=90)
         assert time.time() - killed < 90
+        assert procs[0].returncode == 1, out  # not -6 (SIGABRT)
+        assert "Traceback" not in out and "Check failure" not in out, out
+        errors = [line for line in out.splitlines() if line.startswith("ERROR: lost ")]
+        assert len(errors) == 1 and errors[0].startswith("ERROR: lost process 1 of 2"), out
+        assert "learner state is incomplete and is not saved" in errors[0]
+        # No final save of the failed update's state (Checkpointer.close prints this line).
+        assert not any(line.startswith("checkpoint: ") for line in out.splitlines()), out
+        from sebulba import checkpoint
+        steps = checkpoint.list_steps(str(run_dir / "checkpoints"))
+        assert steps and f"Newest checkpoint: {run_dir}/checkpoints/{steps[-1]}." in errors[0]
+        for step in steps:  # the periodic ones hold the update they are named after
+            state, meta = checkpoint.load_raw(str(run_dir / "checkpoints" / str(step)))
+            assert int(meta["updates"]) == int(state["update"]) == step
     finally:
         for p in procs:
             if p.poll() is None:

@@ -1,0 +1,184 @@
+"""JAX-native environments for the Anakin runtime, with Sebulba's (EnvPool's) episode semantics.
+
+The runtime steps one environment through pure functions and `vmap`s them over its envs:
+
+    env.reset(key) -> state                       (state.obs is the first observation)
+    env.step(key, state, action) -> (state, Step) (Step: what the env answered)
+
+`AutoReset` gives any `RawEnv` (reset / transition without auto-reset) EnvPool's convention,
+so the shared losses, returns and recurrent-core code apply unchanged (sebulba/agent.py):
+- the step that ends an episode returns the real final observation with its reward and
+  `terminated` (a natural end: no bootstrap) or `truncated` (a time limit: bootstrap from the
+  value of that final observation);
+- the NEXT step is a "reset step": the env resets, ignores the action, returns the new
+  episode's first observation with reward 0, not terminated, not truncated, and `valid` False.
+gymnax's own `step` resets in the same step (and returns the new episode's first observation
+instead of the final one); `GymnaxEnv` therefore calls its `step_env` / `reset_env` and lets
+`AutoReset` reset one step late.
+
+Names: "gymnax:<id>" (or a bare gymnax id such as "CartPole-v1") and whatever
+`register_env(name, factory)` adds (factory(options) -> RawEnv).
+"""
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable, NamedTuple, Protocol
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+PyTree = Any
+
+
+class Step(NamedTuple):
+    """One env's answer to one action (leaves get a leading env axis under vmap)."""
+
+    obs: PyTree              # observation after the step (the final one when an episode ended)
+    reward: jax.Array        # float32; 0 on a reset step
+    terminated: jax.Array    # bool: the episode ended in a terminal state (no bootstrap)
+    truncated: jax.Array     # bool: the episode was cut by a time limit (bootstrap)
+    valid: jax.Array         # bool: False on a reset step (the action was ignored)
+
+    @property
+    def episode_over(self) -> jax.Array:
+        return jnp.logical_or(self.terminated, self.truncated)
+
+
+class RawEnv(Protocol):
+    """A JAX-native env without auto-reset (what an adapter provides; one env, pure functions).
+
+    `transition` returns (inner state, obs, reward, terminated, truncated); a time limit is
+    reported as `truncated`. `observation_space` / `action_space` are gymnasium spaces (the
+    networks pick their heads from them)."""
+
+    observation_space: Any
+    action_space: Any
+
+    def reset(self, key: jax.Array) -> tuple[PyTree, PyTree]: ...
+
+    def transition(self, key: jax.Array, state: PyTree, action: PyTree
+                   ) -> tuple[PyTree, PyTree, jax.Array, jax.Array, jax.Array]: ...
+
+
+class EnvState(NamedTuple):
+    inner: PyTree        # the raw env's state
+    obs: PyTree          # the observation the agent sees next
+    done: jax.Array      # the last step ended an episode: the next step is a reset step
+
+
+class AutoReset:
+    """EnvPool's one-step-late auto-reset around a `RawEnv` (see the module docstring)."""
+
+    def __init__(self, raw: RawEnv) -> None:
+        self.raw = raw
+        self.observation_space = raw.observation_space
+        self.action_space = raw.action_space
+
+    def reset(self, key: jax.Array) -> EnvState:
+        inner, obs = self.raw.reset(key)
+        return EnvState(inner, obs, jnp.zeros((), bool))
+
+    def step(self, key: jax.Array, state: EnvState, action: PyTree) -> tuple[EnvState, Step]:
+        k_step, k_reset = jax.random.split(key)
+        inner, obs, reward, terminated, truncated = self.raw.transition(
+            k_step, state.inner, action)
+        # Both branches are computed and one is selected: under vmap a `cond` would be a
+        # select anyway, and a branch-free step keeps every env in lockstep.
+        r_inner, r_obs = self.raw.reset(k_reset)
+        reset = state.done
+
+        def pick(a, b):
+            return jnp.where(reset, a, b)
+
+        inner = jax.tree.map(pick, r_inner, inner)
+        obs = jax.tree.map(pick, r_obs, obs)
+        reward = jnp.where(reset, 0.0, jnp.asarray(reward, jnp.float32))
+        terminated = jnp.logical_and(~reset, jnp.asarray(terminated, bool))
+        truncated = jnp.logical_and(~reset, jnp.asarray(truncated, bool))
+        step = Step(obs, reward, terminated, truncated, ~reset)
+        return EnvState(inner, obs, jnp.logical_or(terminated, truncated)), step
+
+
+def to_gymnasium_space(space: Any) -> Any:
+    """A gymnax space as the gymnasium space the networks read (networks.from_space)."""
+    from gymnasium import spaces as gs
+    from gymnax.environments import spaces as xs
+    if isinstance(space, xs.Discrete):
+        return gs.Discrete(int(space.n))
+    if isinstance(space, xs.Box):
+        shape = tuple(space.shape)
+        low = np.broadcast_to(np.asarray(space.low, np.float64), shape)
+        high = np.broadcast_to(np.asarray(space.high, np.float64), shape)
+        return gs.Box(low.astype(space.dtype), high.astype(space.dtype), shape,
+                      dtype=np.dtype(space.dtype))
+    if isinstance(space, xs.Dict):
+        return gs.Dict({k: to_gymnasium_space(v) for k, v in space.spaces.items()})
+    if isinstance(space, xs.Tuple):
+        return gs.Tuple(tuple(to_gymnasium_space(s) for s in space.spaces))
+    raise ValueError(f"gymnax space {space!r} has no gymnasium equivalent here; supported: "
+                     f"Discrete, Box, Dict, Tuple.")
+
+
+class GymnaxEnv:
+    """A gymnax environment as a `RawEnv`: its `step_env` (no auto-reset; terminated) and
+    `is_truncated` (the time limit, `max_steps_in_episode`) for `transition`, `reset_env` for
+    `reset`. `options` override fields of the env's default `EnvParams`."""
+
+    def __init__(self, env_id: str, options: dict | None = None) -> None:
+        import gymnax
+        try:
+            self.env, params = gymnax.make(env_id)
+        except (ValueError, KeyError) as e:
+            raise ValueError(f"unknown gymnax env {env_id!r} ({e}); registered: "
+                             f"{', '.join(gymnax.registered_envs)}.") from None
+        options = dict(options or {})
+        unknown = sorted(set(options) - set(params.__dataclass_fields__))
+        if unknown:
+            raise ValueError(f"gymnax {env_id}: unknown EnvParams field(s) {unknown}; allowed: "
+                             f"{sorted(params.__dataclass_fields__)}.")
+        self.params = params.replace(**options) if options else params
+        self.env_id = env_id
+        self.action_space = to_gymnasium_space(self.env.action_space(self.params))
+        self.observation_space = to_gymnasium_space(self.env.observation_space(self.params))
+
+    def reset(self, key):
+        obs, state = self.env.reset_env(key, self.params)
+        return state, obs
+
+    def transition(self, key, state, action):
+        obs, state, reward, terminated, _ = self.env.step_env(key, state, action, self.params)
+        truncated = self.env.is_truncated(state, self.params)
+        return state, obs, reward, terminated, truncated
+
+
+_ENVS: dict[str, Callable[[dict], RawEnv]] = {}
+_LOCK = threading.Lock()
+GYMNAX_PREFIX = "gymnax:"
+
+
+def register_env(name: str, factory: Callable[[dict], RawEnv]) -> None:
+    """Makes `name` a JAX-native env for the Anakin runtime: factory(options) -> RawEnv."""
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"env name must be a non-empty string, got {name!r}.")
+    with _LOCK:
+        _ENVS[name] = factory
+
+
+def make_env(name: str, options: dict | None = None) -> AutoReset:
+    """The env called `name` with EnvPool's episode semantics (`AutoReset`)."""
+    with _LOCK:
+        factory = _ENVS.get(name)
+    if factory is not None:
+        return AutoReset(factory(dict(options or {})))
+    env_id = name[len(GYMNAX_PREFIX):] if name.startswith(GYMNAX_PREFIX) else name
+    try:
+        import gymnax
+    except ImportError as e:  # pragma: no cover - gymnax is in requirements.txt
+        raise ValueError(f"env {name!r} needs gymnax ({e}); pip install gymnax==1.0.1") from None
+    if env_id not in gymnax.registered_envs:
+        raise ValueError(f"env.name={name!r} is not a JAX-native env for the Anakin runtime; "
+                         f"allowed: gymnax:<id> with <id> one of "
+                         f"{', '.join(gymnax.registered_envs)}, or a name registered with "
+                         f"anakin.envs.register_env ({sorted(_ENVS) or 'none'}).")
+    return AutoReset(GymnaxEnv(env_id, options))

@@ -1,0 +1,285 @@
+"""The Anakin runtime (Podracer, Hessel et al. 2021): acting, JAX-native env steps and the
+learner update as ONE compiled program, replicated over the devices with `shard_map`.
+
+Per device and update: `lax.scan` over T steps of {policy (the agent's `actor_step`), env step
+(`vmap` of an anakin.envs env)}, building the same `Rollout` [T+1/T, B_local, ...] the Sebulba
+actors build; then the agent's `learn_step` on it, whose gradient mean over the device axis is
+the Sebulba learner's (agents/parallel.py), behind the same `keep_finite` guard
+(sebulba/learner.py). No host round trip per env step: the host sees one call per update.
+
+Layout: `num_envs` environments per process, split evenly over the devices (so a config means
+the same algorithm on any device count: N devices == 1 device on the whole batch). Each env
+carries its own RNG key (split per step into next / action / env keys): streams are distinct
+per env, hence per device and process, and do not depend on how envs are placed on devices.
+The policy is `vmap`ped over envs with a batch of one so that each env samples with its own
+key; the networks see the same computation as a batched call.
+
+Episode semantics are EnvPool's (anakin/envs.py): `valid` is False on reset steps; recurrent
+agents get their core state reset on the step after a reset step (and on the first step),
+exactly as sebulba/actor.py does, and `Rollout.core_state` holds the state used at step 0.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+from sebulba.agent import Agent, Rollout, reset_core_state
+from sebulba.learner import keep_finite
+
+AXIS = "devices"
+PyTree = Any
+
+
+@dataclasses.dataclass(frozen=True)
+class AnakinConfig:
+    """How the Anakin runtime lays out and paces the work (algorithm-independent)."""
+
+    device_ids: tuple[int, ...] = (0,)  # local devices; each acts, steps envs and learns
+    num_envs: int = 64                  # environments per process, split over device_ids
+    unroll_length: int = 128            # T, steps per rollout
+    total_env_steps: int = 1_000_000    # agent steps over all processes
+    seed: int = 0
+    stop_at_return: float | None = None  # stop once the 100-game mean return reaches it
+    max_nonfinite_updates: int = 10     # stop after this many non-finite updates in a row
+    updates_per_call: int = 1           # updates fused into one compiled call (lax.scan);
+                                        # > 1 saves host dispatches, logs every call
+
+    def __post_init__(self) -> None:
+        for name in ("num_envs", "unroll_length", "total_env_steps", "max_nonfinite_updates",
+                     "updates_per_call"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name}={value!r} must be a positive integer.")
+        ids = tuple(self.device_ids)
+        if not ids or len(set(ids)) != len(ids):
+            raise ValueError(f"device_ids={list(ids)} must list at least one local device "
+                             f"id, each once.")
+        if self.num_envs % len(ids):
+            raise ValueError(f"num_envs={self.num_envs} (per process) must be divisible by the "
+                             f"number of devices ({len(ids)}, device_ids={list(ids)}): the "
+                             f"envs are split evenly over the devices.")
+        if not 0 <= self.seed < 2**31:
+            raise ValueError(f"seed={self.seed} must be in [0, 2**31).")
+        if self.stop_at_return is not None and not math.isfinite(self.stop_at_return):
+            raise ValueError(f"stop_at_return={self.stop_at_return} must be finite or None.")
+
+    @property
+    def batch_envs(self) -> int:
+        return self.num_envs * jax.process_count()
+
+    @property
+    def steps_per_update(self) -> int:
+        return self.batch_envs * self.unroll_length
+
+    @property
+    def num_updates(self) -> int:
+        return max(1, self.total_env_steps // self.steps_per_update)
+
+    def planned_updates(self, done_updates: int = 0, done_env_steps: int = 0) -> int:
+        """As sebulba.runner.RuntimeConfig.planned_updates: fresh = num_updates; resumed =
+        updates done + whole updates in the steps left."""
+        if done_updates == 0 and done_env_steps == 0:
+            return self.num_updates
+        left = max(0, self.total_env_steps - done_env_steps)
+        return done_updates + left // self.steps_per_update
+
+
+class Runner(NamedTuple):
+    """The acting side's carry; every leaf has the env axis first (split over devices)."""
+
+    env: PyTree          # anakin.envs.EnvState per env
+    key: jax.Array       # per-env RNG key
+    core: PyTree         # recurrent agents: core state per env (None otherwise)
+    reset: jax.Array     # [B] the next step sees a new episode's first observation
+    ep_return: jax.Array  # [B] true return of the running episode
+    ep_length: jax.Array  # [B] valid steps of the running episode
+
+
+class Episodes(NamedTuple):
+    """Per step [T, B]: whether a game ended there, and its return and length if so."""
+
+    over: jax.Array
+    ret: jax.Array
+    length: jax.Array
+
+
+def make_mesh(device_ids, processes: bool = True) -> Mesh:
+    """1-D mesh over `device_ids` of every process (process-major), as sebulba/topology.py."""
+    local = jax.local_devices()
+    for i in device_ids:
+        if not isinstance(i, (int, np.integer)) or not 0 <= i < len(local):
+            raise ValueError(f"device_ids contains {i!r}, but this host has {len(local)} local "
+                             f"device(s): allowed ids are 0..{len(local) - 1}.")
+    if not processes or jax.process_count() == 1:
+        return Mesh(np.array([local[i] for i in device_ids]), (AXIS,))
+    devs = [jax.local_devices(process_index=p)[i]
+            for p in range(jax.process_count()) for i in device_ids]
+    return Mesh(np.array(devs), (AXIS,))
+
+
+def init_runner(agent: Agent, env, key: jax.Array, num_envs: int) -> Runner:
+    """`num_envs` fresh envs, each with its own key stream derived from `key`."""
+    keys = jax.random.split(key, num_envs)
+    split = jax.vmap(lambda k: jax.random.split(k))(keys)  # [B, 2]: reset key, stream key
+    env_state = jax.vmap(env.reset)(split[:, 0])
+    core = agent.initial_core_state(num_envs) if agent.recurrent else None
+    zeros = jnp.zeros(num_envs, jnp.float32)
+    return Runner(env_state, split[:, 1], core, jnp.ones(num_envs, bool), zeros,
+                  jnp.zeros(num_envs, jnp.int32))
+
+
+def _act_one(agent: Agent, params, obs, key, core):
+    """The agent's batched actor_step on a batch of one env (vmapped over envs)."""
+    obs1 = jax.tree.map(lambda x: x[None], obs)
+    if core is None:
+        action, extras = agent.actor_step(params, obs1, key)
+        new_core = None
+    else:
+        action, extras, new_core = agent.actor_step(
+            params, obs1, key, jax.tree.map(lambda x: x[None], core))
+        new_core = jax.tree.map(lambda x: x[0], new_core)
+    first = lambda t: jax.tree.map(lambda x: x[0], t)  # noqa: E731
+    return first(action), first(extras), new_core
+
+
+def rollout(agent: Agent, env, actor_params, runner: Runner, T: int
+            ) -> tuple[Runner, Rollout, Episodes]:
+    """T steps of every env in `runner` (one device's share): the next carry, the Rollout the
+    Sebulba actors would have built, and the finished games."""
+    initial = agent.initial_core_state(1) if agent.recurrent else None
+    initial = jax.tree.map(lambda x: x[0], initial) if initial is not None else None
+
+    def one_env(env_state, key, core, reset, ep_ret, ep_len):
+        key, k_act, k_env = jax.random.split(key, 3)
+        if core is not None:
+            core = reset_core_state(jax.tree.map(lambda x: x[None], core), reset[None],
+                                    jax.tree.map(lambda x: x[None], initial))
+            core = jax.tree.map(lambda x: x[0], core)
+        action, extras, new_core = _act_one(agent, actor_params, env_state.obs, k_act, core)
+        new_env, step = env.step(k_env, env_state, action)
+        ep_ret = ep_ret + step.reward
+        ep_len = ep_len + step.valid.astype(jnp.int32)
+        over = step.episode_over
+        out = (env_state.obs, action, extras, step, core,
+               Episodes(over, ep_ret, ep_len))
+        carry = (new_env, key, new_core, ~step.valid,
+                 jnp.where(over, 0.0, ep_ret), jnp.where(over, 0, ep_len))
+        return carry, out
+
+    def body(r: Runner, _):
+        (env_s, key, core, reset, ep_ret, ep_len), out = jax.vmap(one_env)(
+            r.env, r.key, r.core, r.reset, r.ep_return, r.ep_length)
+        return Runner(env_s, key, core, reset, ep_ret, ep_len), out
+
+    runner, (obs, action, extras, step, cores, episodes) = jax.lax.scan(
+        body, runner, None, length=T)
+    last_obs = jax.tree.map(lambda x: x[None], runner.env.obs)
+    core_state = jax.tree.map(lambda x: x[:1], cores) if cores is not None else None
+    ro = Rollout(obs=jax.tree.map(lambda a, b: jnp.concatenate([a, b]), obs, last_obs),
+                 action=action, reward=step.reward, terminated=step.terminated,
+                 truncated=step.truncated, valid=step.valid, extras=extras,
+                 core_state=core_state)
+    return runner, ro, episodes
+
+
+def learn(agent: Agent, state, ro: Rollout, axis_name: str = AXIS):
+    """The learner part, per device, as the Sebulba learner runs it (sebulba/learner.py):
+    the agent's learn_step, then the non-finite guard."""
+    new_state, metrics = agent.learn_step(state, ro, axis_name)
+    return keep_finite(state, new_state, metrics, axis_name)
+
+
+def make_learn_fn(agent: Agent, mesh: Mesh):
+    """Jitted learn(state, rollout) -> (state, metrics) over `mesh` (rollout split along its
+    env axis): Anakin's learner part alone, for tests against Sebulba's."""
+    sharded = jax.shard_map(lambda s, r: learn(agent, s, r), mesh=mesh,
+                            in_specs=(P(), P(None, AXIS)), out_specs=(P(), P()),
+                            check_vma=False)
+    return jax.jit(sharded)
+
+
+def make_update_fn(agent: Agent, env, mesh: Mesh, unroll_length: int,
+                   updates_per_call: int = 1):
+    """Jitted update(state, runner) -> (state, runner, metrics, episodes): `updates_per_call`
+    rounds of {rollout of T steps, learn} on every device of `mesh`. The learner state is
+    replicated, the runner and the episodes ([K*T, B]) split along the env axis; metrics are
+    the last update's. Both state and runner are donated."""
+
+    def one_update(state, runner):
+        runner, ro, episodes = rollout(agent, env, agent.actor_params(state), runner,
+                                       unroll_length)
+        state, metrics = learn(agent, state, ro)
+        return state, runner, metrics, episodes
+
+    def per_device(state, runner):
+        if updates_per_call == 1:
+            return one_update(state, runner)
+
+        def body(carry, _):
+            s, r, m, e = one_update(*carry)
+            return (s, r), (m, e)
+        (state, runner), (metrics, episodes) = jax.lax.scan(
+            body, (state, runner), None, length=updates_per_call)
+        last = jax.tree.map(lambda x: x[-1], metrics)
+        flat = jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), episodes)
+        return state, runner, last, flat
+
+    # check_vma=False as in sebulba/learner.py: library code inside the losses (rlax's scans)
+    # is not written for shard_map's varying-type checks; mean_grad is correct either way.
+    sharded = jax.shard_map(per_device, mesh=mesh, in_specs=(P(), P(AXIS)),
+                            out_specs=(P(), P(AXIS), P(), P(None, AXIS)), check_vma=False)
+    return jax.jit(sharded, donate_argnums=(0, 1))
+
+
+def place_replicated(tree: PyTree, mesh: Mesh) -> PyTree:
+    """One copy per device (per process's identical copy, multi-host)."""
+    sharding = NamedSharding(mesh, P())
+    if jax.process_count() == 1:
+        return jax.device_put(tree, sharding)
+
+    def to_global(x):
+        if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
+            data = to_global(jax.random.key_data(x))
+            return jax.random.wrap_key_data(data, impl=jax.random.key_impl(x))
+        return jax.make_array_from_process_local_data(sharding, np.asarray(x))
+    return jax.tree.map(to_global, tree)
+
+
+def place_runner(runner: Runner, mesh: Mesh) -> Runner:
+    """This process's envs split along axis 0 over its devices (global array, multi-host)."""
+    sharding = NamedSharding(mesh, P(AXIS))
+    if jax.process_count() == 1:
+        return jax.device_put(runner, sharding)
+
+    def to_global(x):
+        if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
+            data = to_global(jax.random.key_data(x))
+            return jax.random.wrap_key_data(data, impl=jax.random.key_impl(x))
+        return jax.make_array_from_process_local_data(sharding, np.asarray(x))
+    return jax.tree.map(to_global, runner)
+
+
+def local_episodes(episodes: Episodes) -> list[tuple[float, int]]:
+    """(return, length) of the games this process's envs finished (host side)."""
+    def local(x):
+        if jax.process_count() == 1:
+            return np.asarray(x)
+        shards = sorted(x.addressable_shards, key=lambda s: s.index[1].start or 0)
+        return np.concatenate([np.asarray(s.data) for s in shards], axis=1)
+    over, ret, length = (local(x) for x in episodes)
+    idx = np.nonzero(over)
+    return [(float(r), int(n)) for r, n in zip(ret[idx], length[idx])]
+
+
+def runner_key(seed: int, start_update: int = 0) -> jax.Array:
+    """The key every env stream of a process derives from: distinct per process, and fresh
+    (but reproducible) for a run resumed at update > 0, as sebulba.runner.actor_seed."""
+    key = jax.random.fold_in(jax.random.key(seed), 0x414E414B)  # apart from the init key
+    key = jax.random.fold_in(key, start_update)
+    return jax.random.fold_in(key, jax.process_index())

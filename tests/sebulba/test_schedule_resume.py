@@ -1,0 +1,74 @@
+"""The update count a run announces is the count it runs, and the learning-rate schedule
+carries across resumes (docs/checkpoints.md): the same horizon gives the very same rates as an
+uninterrupted run, a longer one continues from the checkpoint's rate without a jump."""
+import json
+import os
+import signal
+
+import numpy as np
+
+from agents.impala.config import ImpalaConfig
+from experiments import impala_atari
+from sebulba import experiment
+from tests.helpers import classic_config
+
+
+def _run(config, **kwargs):
+    return experiment.run(config, impala_atari.make_agent, name="impala",
+                          agent_config=ImpalaConfig, **kwargs)
+
+
+def _rates(run_dir) -> dict[int, float]:
+    lines = [json.loads(line) for line in open(os.path.join(run_dir, "metrics.jsonl"))]
+    return {line["step"]: line["optim/learning_rate"] for line in lines}
+
+
+def test_announced_update_count_is_run_and_the_last_rate_is_positive(tmp_path, capsys):
+    # 1000 steps at 256 per update: 3 whole updates (768 steps); it used to run a 4th at a
+    # negative rate (-2.98e-11) and print a negative ETA.
+    config = classic_config(tmp_path, total_env_steps=1000)
+    result = _run(config)
+    out = capsys.readouterr().out
+    assert "(3 updates of 256 steps)" in out
+    assert (result.updates, result.env_steps) == (3, 768)
+    rates = _rates(config.run_dir)
+    assert sorted(rates) == [256, 512, 768]
+    assert all(r > 0 for r in rates.values()), rates
+    np.testing.assert_allclose(rates[768], 1e-3 / 3, rtol=1e-5)  # lr * (1 - 2/3)
+    last = [line for line in out.splitlines() if "steps " in line and " eta " in line][-1]
+    assert "768/768" in last and last.endswith("eta 0:00:00"), last
+
+
+def _stop_after(update: int):
+    def on_update(done, env_steps, state):
+        if done == update:  # like a pre-emption: finish this update, checkpoint, stop
+            os.kill(os.getpid(), signal.SIGTERM)
+    return on_update
+
+
+def test_resume_keeps_or_restretches_the_learning_rate_schedule(tmp_path):
+    whole = classic_config(tmp_path / "whole", total_env_steps=4096)  # 16 updates
+    _run(whole)
+    reference = _rates(whole.run_dir)
+
+    # Split into two sessions, same total: the very same rates, bit for bit.
+    split = classic_config(tmp_path / "split", total_env_steps=4096)
+    first = _run(split, on_update=_stop_after(8))
+    assert (first.stopped_by, first.updates) == ("SIGTERM", 8)
+    resumed = classic_config(tmp_path / "split", total_env_steps=4096, resume=split.run_dir)
+    assert _run(resumed).updates == 16
+    assert _rates(split.run_dir) == reference
+
+    # A finished 8-update run extended to 16: from the last rate (lr / 8), linearly to 0 at
+    # update 16; it used to jump to lr * (1 - 8/16) = 5e-4.
+    short = classic_config(tmp_path / "short", total_env_steps=2048)
+    _run(short)
+    longer = classic_config(tmp_path / "short", total_env_steps=4096, resume=short.run_dir)
+    _run(longer)
+    rates = [r for _, r in sorted(_rates(short.run_dir).items())]
+    assert len(rates) == 16
+    last_before = rates[7]
+    np.testing.assert_allclose(last_before, 1e-3 / 8, rtol=1e-5)
+    expected = [last_before * (16 - c) / (16 - 7) for c in range(8, 16)]
+    np.testing.assert_allclose(rates[8:], expected, rtol=1e-4)
+    assert all(r > 0 for r in rates)
