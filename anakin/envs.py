@@ -72,8 +72,14 @@ class AutoReset:
 
     def __init__(self, raw: RawEnv) -> None:
         self.raw = raw
-        self.observation_space = raw.observation_space
-        self.action_space = raw.action_space
+
+    @property
+    def observation_space(self):
+        return self.raw.observation_space
+
+    @property
+    def action_space(self):
+        return self.raw.action_space
 
     def reset(self, key: jax.Array) -> EnvState:
         inner, obs = self.raw.reset(key)
@@ -139,8 +145,16 @@ class GymnaxEnv:
                              f"{sorted(params.__dataclass_fields__)}.")
         self.params = params.replace(**options) if options else params
         self.env_id = env_id
-        self.action_space = to_gymnasium_space(self.env.action_space(self.params))
-        self.observation_space = to_gymnasium_space(self.env.observation_space(self.params))
+
+    # Built on first use: gymnax builds its spaces from jnp arrays, and the config check makes
+    # an env before a multi-host run joins its job (no JAX backend may start before that).
+    @property
+    def action_space(self):
+        return to_gymnasium_space(self.env.action_space(self.params))
+
+    @property
+    def observation_space(self):
+        return to_gymnasium_space(self.env.observation_space(self.params))
 
     def reset(self, key):
         obs, state = self.env.reset_env(key, self.params)

@@ -128,7 +128,9 @@ def train(agent: Agent, env, ac: runtime.AnakinConfig, logger: MetricsLogger, *,
                     "time/learner_step_s": (t1 - t0) / k, "nonfinite/total": float(
                         total_nonfinite), **episodes.summary()})
                 last = scalars
-                logger.write(env_steps, scalars, force_print=updates >= end)
+                reached = (ac.stop_at_return is not None
+                           and episodes.best_mean >= ac.stop_at_return)
+                logger.write(env_steps, scalars, force_print=updates >= end or reached)
                 snap = progress = Progress(state, env_steps, updates, episodes.state_dict())
                 if streak >= ac.max_nonfinite_updates:
                     raise NonFiniteError(f"{streak} non-finite updates in a row "

@@ -237,32 +237,30 @@ def make_update_fn(agent: Agent, env, mesh: Mesh, unroll_length: int,
     return jax.jit(sharded, donate_argnums=(0, 1))
 
 
-def place_replicated(tree: PyTree, mesh: Mesh) -> PyTree:
-    """One copy per device (per process's identical copy, multi-host)."""
-    sharding = NamedSharding(mesh, P())
-    if jax.process_count() == 1:
-        return jax.device_put(tree, sharding)
+def _place(tree: PyTree, sharding: NamedSharding) -> PyTree:
+    """Every leaf as its own fresh global array (this process's data as its local part).
 
+    Fresh host copies first: the update donates its inputs, and two leaves sharing one buffer
+    (an LSTM's zero (c, h) state) cannot both be donated."""
     def to_global(x):
         if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
             data = to_global(jax.random.key_data(x))
             return jax.random.wrap_key_data(data, impl=jax.random.key_impl(x))
-        return jax.make_array_from_process_local_data(sharding, np.asarray(x))
+        x = np.array(x)  # a copy
+        if jax.process_count() == 1:
+            return jax.device_put(x, sharding)
+        return jax.make_array_from_process_local_data(sharding, x)
     return jax.tree.map(to_global, tree)
 
 
-def place_runner(runner: Runner, mesh: Mesh) -> Runner:
-    """This process's envs split along axis 0 over its devices (global array, multi-host)."""
-    sharding = NamedSharding(mesh, P(AXIS))
-    if jax.process_count() == 1:
-        return jax.device_put(runner, sharding)
+def place_replicated(tree: PyTree, mesh: Mesh) -> PyTree:
+    """One copy per device (each process passes its identical copy, multi-host)."""
+    return _place(tree, NamedSharding(mesh, P()))
 
-    def to_global(x):
-        if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
-            data = to_global(jax.random.key_data(x))
-            return jax.random.wrap_key_data(data, impl=jax.random.key_impl(x))
-        return jax.make_array_from_process_local_data(sharding, np.asarray(x))
-    return jax.tree.map(to_global, runner)
+
+def place_runner(runner: Runner, mesh: Mesh) -> Runner:
+    """This process's envs split along axis 0 over its devices (global arrays, multi-host)."""
+    return _place(runner, NamedSharding(mesh, P(AXIS)))
 
 
 def local_episodes(episodes: Episodes) -> list[tuple[float, int]]:

@@ -67,6 +67,13 @@ def run(config, make_env=None, **train_kwargs):
     Extra keyword arguments go to `sebulba.experiment.run` (e.g. `wrap_env`, `on_update`).
     """
     spec = agent_spec(config)
+    runtime = config.get("runtime", "sebulba")  # configs with a `runtime` field pick one
+    if runtime != "sebulba":  # "anakin": JAX-native envs (docs/anakin.md)
+        from experiments import anakin_experiment
+        anakin_experiment.check_runtime(runtime)
+        return anakin_experiment.run(config, spec.build, name=spec.name,
+                                     agent_config=spec.config_cls, checks=spec.checks,
+                                     **train_kwargs)
     return experiment.run(config, lambda network, _, num_updates: spec.build(
                               network, config, num_updates),
                           name=spec.name, agent_config=spec.config_cls, checks=spec.checks,

@@ -12,11 +12,11 @@ sweep_run.json (setting, seed, command) and train.log (the run's output). Up to 
 go at once (1 = one after another). Values may contain commas inside brackets or quotes:
 `--grid "network.mlp_hidden_sizes=(64,64),(256,256)"`.
 
-Resumable: rerun the same command and finished runs (summary.json exists) are skipped, runs
-with a checkpoint continue from it (--config.resume), other unfinished ones start again. Ctrl-C
-or SIGTERM asks every run to checkpoint and stop. At the end (or with --dry_run, launching
-nothing) it prints a markdown table of the final `--metric` from each summary.json: mean over
-seeds, a 95% t-interval, the IQM from 4 seeds up, and writes it to <out>/results.csv.
+Resumable: rerun the same command and finished runs (summary.json, not stopped by a signal) are
+skipped, runs with a checkpoint continue from it (--config.resume), other unfinished ones start
+again. Ctrl-C or SIGTERM asks every run to checkpoint and stop. At the end (or with --dry_run,
+launching nothing) it prints a markdown table of the final `--metric` from each summary.json:
+mean over seeds, a 95% t-interval, the IQM from 4 seeds up, and writes it to <out>/results.csv.
 """
 from __future__ import annotations
 
@@ -171,9 +171,16 @@ def has_checkpoint(run_dir: str) -> bool:
         n.isdigit() and os.path.isdir(os.path.join(ckpt, n, "meta")) for n in os.listdir(ckpt))
 
 
+def finished(run_dir: str) -> bool:
+    """summary.json exists and no signal stopped the run early (Ctrl-C and SIGTERM also write
+    one, with `stopped_by` set: those runs resume)."""
+    summary = _runs.read_json(os.path.join(run_dir, "summary.json"))
+    return summary is not None and not summary.get("stopped_by")
+
+
 def prepare(args, run: Run) -> list[str] | None:
     """The command for an unfinished run, after clearing a stale one; None when finished."""
-    if os.path.exists(os.path.join(run.run_dir, "summary.json")):
+    if finished(run.run_dir):
         return None
     resume = has_checkpoint(run.run_dir)
     if not resume and os.path.isdir(run.run_dir) and not args.dry_run:
@@ -266,7 +273,7 @@ def table(runs: list[Run], metric: str, seeds: int) -> tuple[str, list[dict]]:
     rows = []
     for label in dict.fromkeys(r.label for r in runs):  # settings in grid order
         values = [_final(r.run_dir, metric) for r in runs if r.label == label
-                  and os.path.exists(os.path.join(r.run_dir, "summary.json"))]
+                  and finished(r.run_dir)]
         values = [v for v in values if v == v]  # a run with no finished episode has no return
         ci, iqm = _runs.t_interval(values), _runs.iqm(values)
         rows.append({"setting": label, "seeds": len(values),

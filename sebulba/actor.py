@@ -4,17 +4,21 @@ finished rollouts straight to the learner devices.
 Overlap (`overlap`, RuntimeConfig.actor_overlap): the thread's `num_envs` envs are two
 half-pools A and B (envs [0, n_A) and [n_A, num_envs) of the rollout's env axis, seeded as the
 one pool would be: env i gets seed + i). The policy runs on A's observations while B's step
-runs in the env's own threads (EnvPool's C++ workers, `send`/`recv`), then the other way
-round, so a step costs about max(env, inference) instead of their sum. Each half-pool is
-stepped in lockstep with batch_size == num_envs (EnvPool's `recv` then returns every env of
-the half in env-id order), so no env comes back out of order and the rollout keeps its exact
-[T, B] layout. Without overlap, one pool is stepped and the policy waits for it.
+runs in the env's own threads (EnvPool's C++ workers, `send`/`recv`; envs with only `step` get
+a helper thread from sebulba/env_guard.py), then the other way round, so a step costs about
+max(env, inference) instead of their sum. Each half-pool is stepped in lockstep with
+batch_size == num_envs (EnvPool's `recv` then returns every env of the half in env-id order),
+so no env comes back out of order and the rollout keeps its exact [T, B] layout. The next
+rollout starts as soon as half A's last step is back (newest parameters), so the pools do not
+drain at rollout boundaries. Without overlap, one pool is stepped and the policy waits for it.
+"auto" overlaps only where it was measured to pay (`wants_overlap`, docs/benchmarks.md).
 
 Hot loop per half-step: one jitted policy call (the observation goes in as the host array, the
-policy returns it on the device for the rollout, so there is no separate device_put), one
-device->host copy of the action, `send`; later `recv` and four small numpy writes. Device
-arrays are stacked once per rollout by jitted calls; the bootstrap observation of a rollout is
-the next rollout's first observation, already on the device (no extra copy).
+policy returns it on the device for the rollout, so there is no separate device_put; the reset
+flags of recurrent agents likewise), one device->host copy of the action, `send`; later `recv`
+and four small numpy writes. One jitted call per rollout stacks the device arrays and copies
+the host fields in; the bootstrap observation of a rollout is the next rollout's first
+observation, already on the device.
 
 Recurrent agents (`agent.recurrent`): the thread keeps each env's core state on the device,
 resets it where a new episode's first observation arrives (the step after a reset step, and
@@ -118,6 +122,24 @@ def _stack_steps(xs: list) -> Any:
 def _stack_halves(per_half: list[list]) -> Any:
     parts = [_stack_steps(xs) for xs in per_half]
     return parts[0] if len(parts) == 1 else _concat_envs(parts)
+
+
+@jax.jit
+def _assemble_rollout(obs, action, extras, host, first_state) -> Rollout:
+    """The whole Rollout in one program (T + 1 <= _STACK_CHUNK): per-half lists of per-step
+    device arrays are stacked and the halves joined on the env axis; the host fields
+    ([T, B] numpy, passed as arguments) are copied in by the same call."""
+
+    def join(per_half):
+        parts = [jax.tree.map(lambda *x: jnp.stack(x), *xs) for xs in per_half]
+        return jax.tree.map(lambda *x: jnp.concatenate(x, axis=1), *parts)
+
+    core = None
+    if first_state is not None:
+        core = jax.tree.map(lambda *x: jnp.concatenate(x)[None], *first_state)
+    reward, terminated, truncated, valid = host
+    return Rollout(obs=join(obs), action=join(action), reward=reward, terminated=terminated,
+                   truncated=truncated, valid=valid, extras=join(extras), core_state=core)
 
 
 def _policy_step(agent: Agent, params, obs, key, state=None, reset=None):
@@ -430,11 +452,12 @@ class ActorThread(threading.Thread):
 
     def _assemble(self, steps: _Steps) -> Rollout:
         """One Rollout on the actor device, env axis = [half A's envs, half B's envs]."""
-        core = None
-        if steps.first_state[0] is not None:
-            core = _first_state(steps.first_state)
-        host = jax.device_put((steps.reward, steps.terminated, steps.truncated, steps.valid),
-                              self.device)
+        host = (steps.reward, steps.terminated, steps.truncated, steps.valid)
+        first = None if steps.first_state[0] is None else steps.first_state
+        if len(steps.obs[0]) <= _STACK_CHUNK:  # the usual T: one dispatch for the rollout
+            return _assemble_rollout(steps.obs, steps.action, steps.extras, host, first)
+        core = None if first is None else _first_state(first)
+        host = jax.device_put(host, self.device)
         return Rollout(obs=_stack_halves(steps.obs), action=_stack_halves(steps.action),
                        reward=host[0], terminated=host[1], truncated=host[2], valid=host[3],
                        extras=_stack_halves(steps.extras), core_state=core)

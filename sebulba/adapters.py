@@ -5,7 +5,11 @@ The runtime steps an env *batch* with the API of sebulba/envs.py (`num_envs`,
 `step(action) -> TimeStep`, `close()`), and relies on EnvPool's one-step-late autoreset: the
 step that ends an episode returns the real final observation; the next step is a *reset step*
 that ignores its action and returns the first observation with reward 0 and
-terminated = truncated = False. The adapters below give every source exactly that:
+terminated = truncated = False. The split step `send`/`recv` of sebulba/envs.py is optional:
+with `actor_overlap="on"` the actor steps an adapter's `step` in a helper thread
+(sebulba/env_guard.py), which overlaps with the policy when the step releases the GIL (a
+simulator in C, an AsyncVectorEnv waiting on its workers). The adapters below give every
+source exactly the step semantics above:
 
 - `GymnasiumVectorEnv(vector_env, seed)`: a `gymnasium.vector.VectorEnv` whose autoreset mode
   is NEXT_STEP (gymnasium >= 1.0's default), which already has these semantics;

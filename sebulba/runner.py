@@ -7,8 +7,10 @@ and re-raises, so the process ends promptly and with a non-zero status on errors
 Ctrl-C and SIGTERM stop gracefully: the learner finishes its update, a final checkpoint is
 written, then SIGTERM (pre-emption) returns normally (exit 0) and Ctrl-C raises `Interrupted`
 (a KeyboardInterrupt carrying the TrainResult). A second signal abandons the update in flight
-and stops waiting for threads; the final checkpoint then holds the newest *complete* update.
-The loop never raises from a signal handler: it publishes one immutable `_Snapshot` (state,
+and stops waiting for threads; the final checkpoint then holds the newest *complete* update
+(none if its state was donated to the abandoned one). If the main thread is stuck in C++ (a
+compilation) and cannot run the handler, a watcher thread ends the process a few seconds after
+the second signal. The loop never raises from a signal handler: it publishes one immutable `_Snapshot` (state,
 counters, episode statistics) per update with a single assignment, so whatever interrupts it,
 the checkpoint's label and the state inside it belong to the same update.
 
@@ -25,8 +27,10 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
+import os
 import queue
 import signal
+import sys
 import threading
 import time
 from typing import Any, Callable, Sequence
@@ -190,19 +194,54 @@ class _StopOnSignal(contextlib.AbstractContextManager):
 
     The handler only sets flags, never raises: an exception raised between two statements of
     the learner loop is what once saved a state under another update's label.
+
+    Python runs handlers only when the main thread is back in the interpreter, not while it
+    sits in one long C++ call (a compilation, a synchronous computation). A watcher thread
+    sees the signals at C level (`signal.set_wakeup_fd`): if the handler of a second signal
+    has not run `grace_s` after it arrived, it ends the process (status 128 + signal number)
+    without a final checkpoint, since no state is known to be intact.
     """
+
+    grace_s = 3.0
 
     def __init__(self, lifetime: Lifetime) -> None:
         self.lifetime = lifetime
         self.received: str | None = None
         self.urgent = threading.Event()
         self._old: dict = {}
+        self._wakeup: tuple[int, int] | None = None
+        self._old_fd = -1
 
     def __enter__(self):
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGINT, signal.SIGTERM):
                 self._old[sig] = signal.signal(sig, self._handle)
+            r, w = os.pipe()
+            os.set_blocking(w, False)  # the C handler must never block on it
+            self._old_fd = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
+            self._wakeup = (r, w)
+            threading.Thread(target=self._watch, args=(r,), name="signal-watch",
+                             daemon=True).start()
         return self
+
+    def _watch(self, fd: int) -> None:
+        count, last = 0, signal.SIGINT
+        try:
+            while data := os.read(fd, 64):  # b"" once __exit__ closes the write end
+                sigs = [b for b in data if b in (signal.SIGINT, signal.SIGTERM)]
+                if not sigs:
+                    continue
+                count, last = count + len(sigs), sigs[-1]
+                if count >= 2 and not self.urgent.wait(self.grace_s):
+                    name = signal.Signals(last).name
+                    print(f"{name} again, and the main thread has not responded for "
+                          f"{self.grace_s:g}s (inside a compilation or a device call): "
+                          f"exiting now, without a final checkpoint.", file=sys.stderr,
+                          flush=True)
+                    sys.stdout.flush()
+                    os._exit(128 + last)
+        finally:
+            os.close(fd)
 
     def _handle(self, signum, frame):
         name = signal.Signals(signum).name
@@ -220,6 +259,9 @@ class _StopOnSignal(contextlib.AbstractContextManager):
     def __exit__(self, *exc):
         for sig, old in self._old.items():
             signal.signal(sig, old)
+        if self._wakeup is not None:
+            signal.set_wakeup_fd(self._old_fd)
+            os.close(self._wakeup[1])  # ends the watcher
         return False
 
 

@@ -1,10 +1,17 @@
 """IMPALA hyperparameters (frozen; built from the experiment's ConfigDict at the boundary).
 
-Defaults follow Espeholt et al. 2018 ("IMPALA", arXiv:1802.01561, Table G.1 / appendix D for
-Atari) and the widely used public Sebulba implementation cleanba (Huang et al. 2023,
-github.com/vwxyzjn/cleanba, cleanba_impala.py): discount 0.99, baseline cost 0.5, entropy cost
-0.01, RMSProp (decay 0.99, epsilon 0.01), learning rate 6e-4 linearly decayed to 0, global-norm
-clipping at 40, rewards clipped to [-1, 1], rho and c clipped at 1.
+Each default cites its source (table with links: docs/results.md, "Defaults and their sources"):
+[C] cleanba, the published Sebulba IMPALA (Huang et al. 2023, github.com/vwxyzjn/cleanba,
+cleanba/cleanba_impala.py, Args and make_env; its Atari scores are the reference figures);
+[S] deepmind/scalable_agent experiment.py, the IMPALA paper's code (Espeholt et al. 2018,
+arXiv:1802.01561).
+
+Loss scale: our losses are per-sample means; [C] and [S] sum the loss over each minibatch
+(640 samples in [C]: 32 envs x 20 steps). RMSProp's epsilon and the clipping norm are absolute
+gradient sizes, so the reference values are divided by 640 here (epsilon also squared: optax
+adds it inside the square root, [C] outside). With the reference values taken literally
+(eps 0.01, clip 40) on a mean loss, a step realised ~1-10% of RMSProp's normalised step for
+the median parameter (measured on Pong frames at init; docs/results.md): 10-100x slower learning.
 """
 from __future__ import annotations
 
@@ -13,24 +20,26 @@ import dataclasses
 
 @dataclasses.dataclass(frozen=True)
 class ImpalaConfig:
-    discount: float = 0.99
-    vtrace_lambda: float = 1.0     # multiplies the trace coefficients c_s
-    clip_rho: float = 1.0          # rho-bar, clips importance weights in the targets
-    clip_pg_rho: float = 1.0       # clips importance weights in the policy gradient
-    baseline_cost: float = 0.5
-    entropy_cost: float = 0.01
-    reward_clip: float = 1.0       # clip rewards to [-c, c] in the loss; 0 disables
-    optimizer: str = "rmsprop"     # "rmsprop" or "adam"
-    learning_rate: float = 6e-4
-    lr_decay: bool = True          # linear decay to 0 over the run
-    rmsprop_decay: float = 0.99
-    rmsprop_eps: float = 0.01
-    adam_eps: float = 1e-8
-    max_grad_norm: float = 40.0    # global-norm clipping; 0 disables
+    discount: float = 0.99         # [C] gamma; [S] discounting
+    vtrace_lambda: float = 1.0     # multiplies the trace coefficients c_s; [C] rlax default
+    clip_rho: float = 1.0          # rho-bar, clips importance weights in the targets; [C], [S]
+    clip_pg_rho: float = 1.0       # clips importance weights in the policy gradient; [C], [S]
+    baseline_cost: float = 0.5     # [C] vf_coef; [S] baseline_cost
+    entropy_cost: float = 0.01     # [C] ent_coef (Atari; [S]'s 0.00025 is for DMLab)
+    reward_clip: float = 1.0       # clip rewards to [-c, c] in the loss; 0 disables; [C]
+                                   # (EnvPool reward_clip), [S] abs_one
+    optimizer: str = "rmsprop"     # "rmsprop" or "adam"; [C], [S]
+    learning_rate: float = 6e-4    # [C] learning_rate
+    lr_decay: bool = True          # linear decay to 0 over the run; [C] anneal_lr, [S]
+    rmsprop_decay: float = 0.99    # [C] decay; [S] decay
+    rmsprop_eps: float = (0.01 / 640) ** 2  # [C] eps=0.01 outside the sqrt on a 640-sample
+                                   # summed loss; here inside the sqrt of a mean (docstring)
+    adam_eps: float = 1e-8         # optax default (optimizer="adam" only)
+    max_grad_norm: float = 40.0 / 640  # global-norm clipping, 0 disables; [C] 40 on a
+                                   # 640-sample summed loss (docstring)
     obs_norm: bool = False         # normalise observations by running mean/std (learner stats)
     obs_clip: float = 10.0         # clip normalised observations to [-c, c]; 0 disables
     reward_scaling: bool = False   # divide rewards by the running std of the discounted return
-
     def __post_init__(self) -> None:
         if self.optimizer not in ("rmsprop", "adam"):
             raise ValueError(f"optimizer={self.optimizer!r}; allowed: 'rmsprop', 'adam'.")

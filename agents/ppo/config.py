@@ -1,16 +1,15 @@
 """PPO hyperparameters (frozen; built from the experiment's ConfigDict at the boundary).
 
-Defaults are the Atari settings of Schulman et al. 2017 ("Proximal Policy Optimization
-Algorithms", arXiv:1707.06347, Table 5) as used by the widely used reimplementations cleanrl
-(Huang et al. 2022, github.com/vwxyzjn/cleanrl, ppo_atari_envpool.py; "The 37 implementation
-details of PPO", ICLR blog track 2022) and cleanba (Huang et al. 2023, github.com/vwxyzjn/cleanba,
-cleanba_ppo.py): discount 0.99, GAE lambda 0.95, clip epsilon 0.1 (also for the value clip),
-value cost 0.5, entropy cost 0.01, 4 epochs of 4 minibatches, per-minibatch advantage
-normalisation, Adam (lr 2.5e-4 linearly annealed to 0, epsilon 1e-5), global-norm clipping at
-0.5, rewards clipped to [-1, 1], no KL early stop and no KL penalty.
+Each default cites its source (table with links: docs/results.md, "Defaults and their sources"):
+[R] cleanrl ppo_atari_envpool.py (Huang et al. 2022, github.com/vwxyzjn/cleanrl; "The 37
+implementation details of PPO", ICLR blog track 2022); [B] cleanba cleanba_ppo.py (Huang et al.
+2023, github.com/vwxyzjn/cleanba), the Sebulba PPO whose layout experiments/configs/ppo_atari.py
+follows; [P] Schulman et al. 2017 ("Proximal Policy Optimization Algorithms", arXiv:1707.06347,
+Table 5, Atari). Losses are per-sample means in [R], [B] and here, so the values carry over.
 
 Off-policy correction (this codebase's asynchronous mode): V-trace (Espeholt et al. 2018) with
-rho and c clipped at 1, computed once per update against the learner's current parameters.
+rho and c clipped at 1, computed once per update against the learner's current parameters
+([B] runs asynchronous PPO uncorrected).
 """
 from __future__ import annotations
 
@@ -23,31 +22,37 @@ MINIBATCH_AXES = ("env", "sample")
 
 @dataclasses.dataclass(frozen=True)
 class PPOConfig:
-    discount: float = 0.99
-    gae_lambda: float = 0.95         # lambda of GAE, and of V-trace's traces when correcting
-    clip_eps: float = 0.1            # epsilon of the clipped surrogate, ratio in [1-eps, 1+eps]
-    value_clip_eps: float = 0.1      # clip V - V_old to [-eps, eps] in the value loss; 0 disables
-    value_cost: float = 0.5          # weight of the value loss
-    entropy_cost: float = 0.01       # weight of the entropy bonus
-    kl_cost: float = 0.0             # weight of a KL(pi_old || pi) penalty; 0 disables
-    target_kl: float = 0.0           # skip remaining epochs after an epoch's KL exceeds it; 0 off
-    num_epochs: int = 4              # passes over each rollout batch
-    num_minibatches: int = 4         # per epoch; splits each device's env columns
-    shuffle: bool = True             # permute env columns before each epoch's split
+    discount: float = 0.99           # [R] gamma, [B], [P]
+    gae_lambda: float = 0.95         # lambda of GAE, and of V-trace's traces when correcting;
+                                     # [R], [B], [P]
+    clip_eps: float = 0.1            # epsilon of the clipped surrogate, ratio in [1-eps, 1+eps];
+                                     # [R] clip_coef, [B], [P] (0.1 x annealed alpha)
+    value_clip_eps: float = 0.1      # clip V - V_old to [-eps, eps] in the value loss; 0 disables;
+                                     # [R] clip_vloss with clip_coef ([B] does not clip)
+    value_cost: float = 0.5          # weight of the value loss; [R] vf_coef, [B]
+    entropy_cost: float = 0.01       # weight of the entropy bonus; [R] ent_coef, [B], [P]
+    kl_cost: float = 0.0             # weight of a KL(pi_old || pi) penalty; 0 disables; [R], [B]
+    target_kl: float = 0.0           # skip remaining epochs after an epoch's KL exceeds it; 0 off;
+                                     # [R] target_kl=None
+    num_epochs: int = 4              # passes over each rollout batch; [R] update_epochs, [B];
+                                     # [P] 3
+    num_minibatches: int = 4         # per epoch; splits each device's env columns; [R], [B]
+    shuffle: bool = True             # permute env columns before each epoch's split; [R]
     minibatch_axis: str = "env"      # "env": minibatches of whole env columns (sequences kept,
                                      # N devices == 1 device exactly); "sample": of single time
                                      # steps, shuffled (feed-forward nets; PPO paper / cleanrl
                                      # MuJoCo with 1 env)
-    normalize_advantages: bool = True  # zero-mean unit-std advantages per minibatch
-    reward_clip: float = 1.0         # clip rewards to [-c, c] in the loss; 0 disables
+    normalize_advantages: bool = True  # zero-mean unit-std advantages per minibatch; [R] norm_adv
+    reward_clip: float = 1.0         # clip rewards to [-c, c] in the loss; 0 disables; [R], [B]
+                                     # (EnvPool reward_clip: sign of integer Atari rewards)
     correction: str = "auto"         # "none" (GAE), "vtrace" (importance-corrected), or "auto":
                                      # vtrace when actors are asynchronous, none when synchronous
     clip_rho: float = 1.0            # V-trace rho-bar (targets)
     clip_pg_rho: float = 1.0         # V-trace clip of the policy-gradient importance weight
-    learning_rate: float = 2.5e-4
-    lr_decay: bool = True            # linear decay to 0 over the run (per update, as cleanrl)
-    adam_eps: float = 1e-5
-    max_grad_norm: float = 0.5       # global-norm clipping; 0 disables
+    learning_rate: float = 2.5e-4    # [R], [B], [P]
+    lr_decay: bool = True            # linear decay to 0 over the run, per update; [R] anneal_lr
+    adam_eps: float = 1e-5           # [R] Adam eps=1e-5, [B]
+    max_grad_norm: float = 0.5       # global-norm clipping; 0 disables; [R], [B]
     loop: str = "scan"               # epoch/minibatch loop: "scan" (lax.scan, compiles once) or
                                      # "unroll" (Python loop; fast convs on XLA:CPU, see DESIGN.md)
     value_norm: bool = False         # learn values of normalised returns (running mean/std)

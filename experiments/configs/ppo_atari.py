@@ -5,13 +5,17 @@ Agent hyperparameters and their sources are in agents/ppo/config.py (PPO paper T
 ppo_atari_envpool.py, cleanba cleanba_ppo.py). Runtime layout follows cleanba's PPO (2 actor
 threads x 64 envs, unroll 128, IMPALA ResNet torso); the env section matches impala_atari.py so
 the two agents are compared on the same task. The default is asynchronous (actors run ahead and
-agent.correction="auto" corrects the lag with V-trace), as cleanba runs its PPO.
+agent.correction="auto" corrects the lag with V-trace), as cleanba runs its PPO, with cleanba's
+budget (50M agent steps = 200M frames, the span of the learning-rate decay; cleanrl's 10M with
+this 16384-sample batch made only 610 updates, 1/16 of cleanrl's 9765) and evaluation protocol
+(impala_atari.reference_protocol). docs/results.md compares every default with its source.
 """
 import ml_collections
 
 from agents.ppo.config import PPOConfig
 from experiments.configs.common import (agent_fields, atari_env, network_fields, runtime_fields,
                                         tiny_atari)
+from experiments.configs.impala_atari import reference_protocol
 
 
 def get_config(variant: str = "default") -> ml_collections.ConfigDict:
@@ -23,8 +27,9 @@ def get_config(variant: str = "default") -> ml_collections.ConfigDict:
     config.num_actor_threads = 2
     config.num_envs = 64
     config.unroll_length = 128
-    config.total_env_steps = 10_000_000  # cleanrl's budget (40M frames); cleanba runs 50M
+    config.total_env_steps = 50_000_000  # cleanba total_timesteps (200M frames)
     config.env = atari_env("Breakout-v5")
+    reference_protocol(config.env)
     config.network = network_fields("impala_resnet", shared_torso=True)
     config.agent = agent_fields(PPOConfig())  # see agents/ppo/config.py for each field
     if variant == "sync":
@@ -40,6 +45,10 @@ def get_config(variant: str = "default") -> ml_collections.ConfigDict:
         config.unroll_length = 32
         config.total_env_steps = 2_000_000
         config.agent.loop = "unroll"
+        # The easier training protocol of impala_atari.cpu_atari (a short CPU budget).
+        config.env.episodic_life = True
+        config.env.full_action_space = False
+        config.env.noop_max = 30
     elif variant == "debug":
         tiny_atari(config)
         # XLA:CPU runs convolutions inside lax.scan ~25x slower (DESIGN.md): unroll the

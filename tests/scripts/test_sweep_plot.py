@@ -6,6 +6,7 @@ about 30-40 s on 2 quiet CPU cores.
 """
 import contextlib
 import csv
+import json
 import io
 import os
 import shutil
@@ -88,9 +89,11 @@ def test_sweep_rerun_skips_finished_and_resumes_unfinished(swept, capsys):
     assert {p: p.stat().st_mtime_ns for p in summaries} == mtimes
     assert len(_parse_table(text)) == 2
 
-    # An unfinished run (no summary.json) with a checkpoint continues from it.
+    # An unfinished run with a checkpoint continues from it: here one stopped by Ctrl-C, whose
+    # summary.json says so (a run killed outright has none; it resumes the same way).
     unfinished = out / "agent.learning_rate=5e-4" / "seed1"
-    (unfinished / "summary.json").unlink()
+    summary = json.loads((unfinished / "summary.json").read_text())
+    (unfinished / "summary.json").write_text(json.dumps({**summary, "stopped_by": "SIGINT"}))
     sweep.main(_sweep_args(out))
     text = capsys.readouterr().out
     assert "launched 1, skipped 3 finished, failed 0" in text, text

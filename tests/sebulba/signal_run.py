@@ -1,6 +1,6 @@
 """A CartPole run that gets signals while an update is in flight (for test_shutdown.py).
 
-Usage: python -m tests.sebulba.signal_run RUN_DIR NUM_SIGNALS AT_UPDATE [SIGNAL]
+Usage: python -m tests.sebulba.signal_run RUN_DIR NUM_SIGNALS AT_UPDATE [SIGNAL] [stuck]
 
 Update AT_UPDATE is made slow (a few seconds of matrix products inside the compiled step, so
 XLA runs it asynchronously while the learner waits for it). Right after update AT_UPDATE - 1,
@@ -8,6 +8,10 @@ a thread sends this process NUM_SIGNALS signals (SIGINT by default) 1.0 s and 1.
 they arrive while the learner waits for the slow update, the moment when a signal handler
 that raised once made the final checkpoint save one update's state under the previous update's
 label. Only the final checkpoint is written (no periodic ones): it is the one the test reads.
+
+`stuck`: update AT_UPDATE instead runs a long LAPACK call (~30 s) in a host callback, which
+XLA on CPU runs inline in the calling (main) thread: the main thread is inside C code, where
+Python cannot run signal handlers, as during a long compilation or a blocking device wait.
 """
 import os
 import signal
@@ -22,15 +26,23 @@ import dataclasses  # noqa: E402
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
 
 from experiments import impala_atari  # noqa: E402
 from experiments.configs import impala_classic  # noqa: E402
 from sebulba import experiment  # noqa: E402
 
 
-def _slow_update(at_update: int):
-    """make_agent whose update `at_update` also runs a few seconds of matrix products."""
+def _slow_update(at_update: int, stuck: bool = False):
+    """make_agent whose update `at_update` also runs a few seconds of matrix products (or,
+    `stuck`, a long C call in a host callback)."""
+    def block_in_c():
+        a = np.random.default_rng(0).random((3000, 3000), dtype=np.float32)
+        return np.float32(np.linalg.eigvals(a).real.mean())  # one call, no Python inside
+
     def heavy(x):
+        if stuck:
+            return jax.pure_callback(block_in_c, jax.ShapeDtypeStruct((), jnp.float32))
         return jax.lax.fori_loop(0, 25, lambda i, y: jnp.tanh(y @ y / 1500.0), x).mean()
 
     def make_agent(network, agent_config, num_updates):
@@ -58,7 +70,8 @@ def _signal_after(update: int, count: int, sig: signal.Signals):
     return on_update
 
 
-def main(run_dir: str, count: int, at_update: int, sig: str = "SIGINT") -> None:
+def main(run_dir: str, count: int, at_update: int, sig: str = "SIGINT",
+         mode: str = "") -> None:
     config = impala_classic.get_config()
     config.run_dir = run_dir
     config.console_every_s = 0.0
@@ -67,7 +80,7 @@ def main(run_dir: str, count: int, at_update: int, sig: str = "SIGINT") -> None:
     config.checkpoint_every_updates = 0
     config.checkpoint_every_minutes = 0.0
     config.total_env_steps = 10_000_000
-    experiment.run(config, _slow_update(at_update), name="signal",
+    experiment.run(config, _slow_update(at_update, mode == "stuck"), name="signal",
                    on_update=_signal_after(at_update - 1, count, signal.Signals[sig]))
 
 

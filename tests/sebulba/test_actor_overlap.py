@@ -96,8 +96,10 @@ def _clock_agent(recurrent: bool) -> Agent:
                  else None)
 
 
-def _run(agent, make_env_sized, num_envs, overlap, T, n_rollouts, seed=11, timeout=120):
-    """Starts an ActorThread, returns (rollouts on the host, messages, arrival times, thread)."""
+def _run(agent, make_env_sized, num_envs, overlap, T, n_rollouts, seed=11, timeout=120,
+         synchronous=False):
+    """Starts an ActorThread, returns (rollouts on the host, messages, arrival times, thread).
+    `synchronous`: an on-policy actor; a new parameter version follows each rollout."""
     device = jax.devices()[0]
     lifetime, out = Lifetime(), queue.Queue(maxsize=n_rollouts + 2)
     params = ParamsSource([device], lifetime)
@@ -106,13 +108,16 @@ def _run(agent, make_env_sized, num_envs, overlap, T, n_rollouts, seed=11, timeo
                         make_env=lambda s: make_env_sized(num_envs, s), seed=seed,
                         unroll_length=T, params=params, out_queue=out,
                         learner_sharding=SingleDeviceSharding(device), lifetime=lifetime,
-                        make_env_sized=make_env_sized, overlap=overlap, num_envs=num_envs)
+                        make_env_sized=make_env_sized, overlap=overlap, num_envs=num_envs,
+                        synchronous=synchronous)
     actor.start()
     msgs, arrivals = [], []
     try:
-        for _ in range(n_rollouts):
+        for k in range(n_rollouts):
             msgs.append(out.get(timeout=timeout))
             arrivals.append(time.perf_counter())
+            if synchronous:
+                params.publish({"w": jnp.float32(0.5 + k + 1)}, k + 1)
     finally:
         lifetime.stop()
         actor.join(timeout=30)
@@ -172,6 +177,20 @@ def test_overlap_on_envpool_keeps_seeds_and_rollouts(recurrent):
     over = _run(agent, sized, 8, "on", T=16, n_rollouts=3)
     assert over[3].overlapping is True
     assert not np.all(np.concatenate([r.valid for r in over[0]]))  # episodes ended
+    _assert_same(sync[0], over[0])
+
+
+@pytest.mark.parametrize("recurrent", [False, True], ids=["feedforward", "lstm_like"])
+def test_synchronous_overlap_waits_for_each_update(recurrent):
+    """On-policy actors drain both half-pools, ship, then wait for the update the rollout
+    feeds: rollout k is made with parameters version k only, as with one pool."""
+    agent = _clock_agent(recurrent)
+    sync = _run(agent, ClockEnv, 6, "off", T=5, n_rollouts=3, synchronous=True)
+    over = _run(agent, ClockEnv, 6, "on", T=5, n_rollouts=3, synchronous=True)
+    assert [m.param_version for m in over[1]] == [0, 1, 2]
+    if not recurrent:  # extras v = obs[:, 1] x w, with w = 0.5 + version at every step
+        for k, r in enumerate(over[0]):
+            np.testing.assert_allclose(r.extras["v"], r.obs[:-1, :, 1] * (0.5 + k))
     _assert_same(sync[0], over[0])
 
 
@@ -291,3 +310,46 @@ def test_runtime_config_checks_actor_overlap(overlap, num_envs, match):
     from sebulba.runner import RuntimeConfig, validate_runtime_config
     with pytest.raises(ValueError, match=match):
         validate_runtime_config(RuntimeConfig(actor_overlap=overlap, num_envs=num_envs))
+
+
+def test_default_send_recv_keeps_the_env_checks():
+    """A step-only env stepped by CheckedEnv's helper thread: results come back in order,
+    and an exception or a NaN observation in the thread is an EnvFault naming the step."""
+    from sebulba.env_guard import CheckedEnv, EnvFault
+
+    class Flaky(ClockEnv):
+        def step(self, action):
+            ts = super().step(action)
+            if self.k.max() == 0 and self.t.max() == 2:
+                raise RuntimeError("simulator crashed")
+            return ts
+
+    env = CheckedEnv(ClockEnv(3, 2), "actor-0[B]")  # games of 4-6 steps
+    env.reset()
+    for t in range(1, 4):
+        env.send(np.zeros(3, np.int32))
+        np.testing.assert_array_equal(env.recv().obs[:, 1], t)
+    with pytest.raises(RuntimeError, match="recv\\(\\) without a send\\(\\)"):
+        env._worker.recv()
+    flaky = CheckedEnv(Flaky(3, 0), "actor-0[A]")
+    flaky.reset()
+    flaky.send(np.zeros(3, np.int32))
+    flaky.recv()
+    flaky.send(np.zeros(3, np.int32))
+    with pytest.raises(EnvFault, match=r"actor-0\[A\]: env.step\(\) raised at step 2 of its "
+                                       r"pool: RuntimeError\('simulator crashed'\)"):
+        flaky.recv()
+
+    class NaNObs(ClockEnv):
+        def step(self, action):
+            ts = super().step(action)
+            return ts._replace(obs=np.full_like(ts.obs, np.nan))
+
+    bad = CheckedEnv(NaNObs(2, 0), "actor-3[B]")
+    bad.reset()
+    bad.send(np.zeros(2, np.int32))
+    with pytest.raises(EnvFault, match=r"actor-3\[B\]: non-finite observation from env\(s\) "
+                                       r"\[0, 1\]"):
+        bad.recv()
+    for e in (env, flaky, bad):
+        e.close()

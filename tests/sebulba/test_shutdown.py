@@ -96,3 +96,19 @@ def test_sigint_during_an_update_saves_a_consistent_checkpoint_and_summary(tmp_p
     else:
         assert steps == [] and summary["updates"] == 2, out
         assert summary["checkpoint"] is None and "no checkpoint" in stopped[0]
+
+
+def test_second_sigint_ends_a_run_whose_main_thread_is_stuck_in_c(tmp_path):
+    """Python cannot run a signal handler while the main thread is inside a long C/C++ call
+    (here ~30 s of LAPACK inside update 3; in real runs a compilation). The watcher thread
+    ends the process a few seconds after the second signal instead of after the call."""
+    run_dir = tmp_path / "run"
+    proc = subprocess.run([sys.executable, "-m", "tests.sebulba.signal_run", str(run_dir), "2",
+                           "3", "SIGINT", "stuck"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=240)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 130, out
+    assert "main thread has not responded" in out and "Traceback" not in out, out
+    # Ended inside update 3: its state is not intact, and nothing was saved.
+    assert checkpoint.list_steps(str(run_dir / "checkpoints")) == [], out
+    assert not any(line.startswith("checkpoint: ") for line in out.splitlines()), out

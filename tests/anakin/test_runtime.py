@@ -1,0 +1,135 @@
+"""The Anakin runtime (anakin/runtime.py) with the project's own PPO agent, unchanged.
+
+- Its rollouts are Sebulba Rollouts: the same learner step gives the same update under both
+  runtimes (Sebulba's make_learn_fn over a Topology vs Anakin's learner part).
+- N devices == 1 device on the whole batch for the whole compiled update (acting, env steps,
+  learning), feed-forward and recurrent: per-env RNG streams and the gradient mean over the
+  device axis (an N-times update, or device-dependent sampling, would break it).
+- Episode statistics are true returns and lengths, and the rollout's flags follow EnvPool's
+  convention (valid False exactly on the step after an episode end).
+"""
+import dataclasses
+
+import jax
+import numpy as np
+import pytest
+
+import agents.ppo as ppo
+import networks
+from anakin import envs, runtime
+from sebulba.learner import make_learn_fn as sebulba_learn_fn
+from sebulba.learner import place_learner_state
+from sebulba.topology import make_topology
+
+T, B = 16, 8
+CFG = ppo.PPOConfig(learning_rate=1e-3, clip_eps=0.2, reward_clip=0.0, shuffle=False,
+                    num_minibatches=2, num_epochs=2, correction="none")
+
+
+def _agent(lstm: int = 0, cfg=CFG):
+    env = envs.make_env("gymnax:CartPole-v1", {"max_steps_in_episode": 12})
+    torso = networks.make_torso("mlp", hidden_sizes=(16,))
+    dist = networks.from_space(env.action_space)
+    net = (networks.RecurrentActorCritic(torso=torso, lstm_size=8, action_dist=dist)
+           if lstm else networks.ActorCritic(torso=torso, action_dist=dist))
+    return ppo.make_agent(net, cfg, num_updates=10), env
+
+
+def _init(agent, env):
+    example = jax.tree.map(lambda x: x[None], env.reset(jax.random.key(0)).obs)
+    return agent.init(jax.random.key(1), example)
+
+
+def _updates(agent, env, n_devices, n_updates=2, updates_per_call=1):
+    mesh = runtime.make_mesh(tuple(range(n_devices)))
+    state = runtime.place_replicated(_init(agent, env), mesh)
+    runner = runtime.place_runner(runtime.init_runner(agent, env, jax.random.key(7), B), mesh)
+    update = runtime.make_update_fn(agent, env, mesh, T, updates_per_call)
+    out = []
+    for _ in range(n_updates):
+        state, runner, metrics, eps = update(state, runner)
+        out.append((jax.device_get(metrics), runtime.local_episodes(eps)))
+    return jax.device_get(state), jax.device_get(runner), out
+
+
+def _close(a, b, rtol=2e-5, atol=1e-6):
+    jax.tree.map(lambda x, y: np.testing.assert_allclose(x, y, rtol=rtol, atol=atol), a, b)
+
+
+def test_same_update_under_both_runtimes():
+    agent, env = _agent()
+    state = _init(agent, env)
+    runner = runtime.init_runner(agent, env, jax.random.key(3), B)
+    _, ro, _ = jax.jit(lambda s, r: runtime.rollout(agent, env, agent.actor_params(s), r, T))(
+        state, runner)
+    assert ro.obs.shape == (T + 1, B, 4) and ro.action.shape == (T, B)
+    assert set(ro.extras) == {"logp", "policy", "value"}
+    assert not bool(ro.valid.all())  # 12-step episodes: reset steps inside the rollout
+    topo = make_topology([0], [0, 1], B)
+    # Sebulba's learner donates its state: it gets its own copy (the same init).
+    s_state, s_metrics = sebulba_learn_fn(agent, topo)(
+        place_learner_state(_init(agent, env), topo), (jax.device_put(ro, topo.batch_sharded()),))
+    mesh = runtime.make_mesh((0, 1))
+    a_state, a_metrics = runtime.make_learn_fn(agent, mesh)(
+        runtime.place_replicated(state, mesh), ro)
+    moved = max(float(np.abs(a - b).max()) for a, b in zip(
+        jax.tree.leaves(a_state.params), jax.tree.leaves(state.params)))
+    assert moved > 1e-4
+    _close(jax.device_get(s_state.params), jax.device_get(a_state.params), rtol=0, atol=0)
+    assert set(s_metrics) == set(a_metrics)
+    for k in s_metrics:
+        np.testing.assert_array_equal(s_metrics[k], a_metrics[k])
+
+
+@pytest.mark.parametrize("lstm", [0, 1])
+def test_n_devices_equal_one_device_on_the_whole_batch(lstm):
+    agent, env = _agent(lstm)
+    s1, r1, out1 = _updates(agent, env, 1)
+    s4, r4, out4 = _updates(agent, env, 4)
+    before = jax.device_get(_init(agent, env).params)
+    assert max(float(np.abs(a - b).max()) for a, b in zip(
+        jax.tree.leaves(s1.params), jax.tree.leaves(before))) > 1e-4
+    _close(s1.params, s4.params)
+    _close(r1.env.obs, r4.env.obs)  # the same envs took the same actions
+    np.testing.assert_array_equal(r1.ep_length, r4.ep_length)
+    for (m1, e1), (m4, e4) in zip(out1, out4):
+        # The logged gradient norm catches an N-times gradient (Adam hides its scale).
+        for k in ("optim/grad_norm", "loss/total", "adv/mean"):
+            np.testing.assert_allclose(m1[k], m4[k], rtol=1e-4, atol=1e-6)
+        assert sorted(e1) == sorted(e4) and e1
+
+
+def test_env_streams_differ_per_env_and_device():
+    agent, env = _agent()
+    _, runner, _ = _updates(agent, env, 4, n_updates=1)
+    obs = np.asarray(runner.env.obs)
+    assert len({tuple(np.round(o, 6)) for o in obs}) == B  # no two envs alike
+    keys = np.asarray(jax.random.key_data(runner.key)).reshape(B, -1)
+    assert len({tuple(k) for k in keys}) == B
+
+
+def test_rollout_flags_and_true_episode_returns():
+    """CartPole with a 12-step limit pays 1 per step: every finished game returns its length;
+    valid is False exactly after a terminated/truncated step; reset steps pay 0."""
+    agent, env = _agent()
+    state = _init(agent, env)
+    runner = runtime.init_runner(agent, env, jax.random.key(5), B)
+    _, ro, eps = jax.jit(lambda s, r: runtime.rollout(agent, env, agent.actor_params(s), r,
+                                                      3 * T))(state, runner)
+    ro, eps = jax.device_get((ro, eps))
+    done = ro.terminated | ro.truncated
+    np.testing.assert_array_equal(ro.valid[1:], ~done[:-1])
+    assert ro.valid[0].all()
+    np.testing.assert_array_equal(ro.reward[~ro.valid], 0.0)
+    assert ro.truncated.any() and ro.terminated.any()
+    np.testing.assert_array_equal(eps.over, done)
+    np.testing.assert_array_equal(eps.ret[eps.over], eps.length[eps.over])
+    assert eps.length[ro.truncated].min() == 12 and eps.length[eps.over].max() == 12
+
+
+def test_fused_updates_equal_single_calls():
+    agent, env = _agent()
+    s1, r1, _ = _updates(agent, env, 2, n_updates=4)
+    s2, r2, out = _updates(agent, env, 2, n_updates=2, updates_per_call=2)
+    _close(s1.params, s2.params)
+    _close(r1.env.obs, r2.env.obs)
