@@ -166,8 +166,7 @@ def rollout(agent: Agent, env, actor_params, runner: Runner, T: int
         ep_ret = ep_ret + step.reward
         ep_len = ep_len + step.valid.astype(jnp.int32)
         over = step.episode_over
-        out = (env_state.obs, action, extras, step, core,
-               Episodes(over, ep_ret, ep_len))
+        out = (env_state.obs, action, extras, step, Episodes(over, ep_ret, ep_len))
         carry = (new_env, key, new_core, ~step.valid,
                  jnp.where(over, 0.0, ep_ret), jnp.where(over, 0, ep_len))
         return carry, out
@@ -177,10 +176,14 @@ def rollout(agent: Agent, env, actor_params, runner: Runner, T: int
             r.env, r.key, r.core, r.reset, r.ep_return, r.ep_length)
         return Runner(env_s, key, core, reset, ep_ret, ep_len), out
 
-    runner, (obs, action, extras, step, cores, episodes) = jax.lax.scan(
+    core_state = None
+    if runner.core is not None:  # the state step 0 acts from (after its resets): [1, B, ...]
+        core_state = reset_core_state(runner.core, runner.reset,
+                                      agent.initial_core_state(runner.reset.shape[0]))
+        core_state = jax.tree.map(lambda x: x[None], core_state)
+    runner, (obs, action, extras, step, episodes) = jax.lax.scan(
         body, runner, None, length=T)
     last_obs = jax.tree.map(lambda x: x[None], runner.env.obs)
-    core_state = jax.tree.map(lambda x: x[:1], cores) if cores is not None else None
     ro = Rollout(obs=jax.tree.map(lambda a, b: jnp.concatenate([a, b]), obs, last_obs),
                  action=action, reward=step.reward, terminated=step.terminated,
                  truncated=step.truncated, valid=step.valid, extras=extras,

@@ -25,9 +25,10 @@ def make_config(env: str, algo: str, torso: str, num_envs: int, actor_threads: i
                 sets: tuple = ()):
     """The experiment config (Atari or classic file of `algo`) with the benchmark's layout.
 
-    `num_envs` is the total over actor devices x threads; `torso` "auto" = nature_cnn on
-    Atari, mlp otherwise; `unroll_length` 0 keeps the config's T; `sets` are "field=value"
-    overrides applied last (e.g. "network.lstm_size=64").
+    `num_envs` is the total over actor devices x threads (0: the config's envs per thread);
+    `actor_threads` 0 = the runtime's auto layout (sebulba/layout.py); `torso` "auto" =
+    nature_cnn on Atari, mlp otherwise; `unroll_length` 0 keeps the config's T; `sets` are
+    "field=value" overrides applied last (e.g. "network.lstm_size=64").
     """
     import jax
     from experiments.configs import impala_atari, impala_classic, ppo_atari, ppo_classic
@@ -42,7 +43,17 @@ def make_config(env: str, algo: str, torso: str, num_envs: int, actor_threads: i
     config.actor_device_ids = tuple(actor_ids)
     config.learner_device_ids = tuple(learner_ids)
     config.num_actor_threads = actor_threads
-    config.num_envs = num_envs // (len(actor_ids) * actor_threads)
+    if num_envs > 0:  # 0: the config's envs per thread
+        config.num_envs = num_envs  # a total until the threads are known
+    # The runtime's own layout rule (sebulba/layout.py) for 0 = auto threads / EnvPool threads.
+    from sebulba import experiment
+    experiment.resolve_layout(config)
+    if num_envs > 0:
+        threads = len(actor_ids) * config.num_actor_threads
+        if num_envs % threads:
+            raise SystemExit(f"--num_envs={num_envs} must be divisible by actor devices x "
+                             f"actor threads ({threads}), so every thread gets the same pool.")
+        config.num_envs = num_envs // threads
     if unroll_length > 0:
         config.unroll_length = unroll_length
     if algo.startswith("ppo"):

@@ -89,8 +89,10 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="a module (dotted name or .py file) that registers --env; repeatable")
     p.add_argument("--algo", default="impala", choices=_bench.ALGOS)
     p.add_argument("--num_envs", type=int, default=32,
-                   help="total envs, split evenly over actor devices x actor threads")
-    p.add_argument("--actor_threads", type=int, default=2, help="actor threads per actor device")
+                   help="total envs, split evenly over actor devices x actor threads (0: the "
+                        "config's envs per thread)")
+    p.add_argument("--actor_threads", type=int, default=2,
+                   help="actor threads per actor device (0: auto from the cores, as a run)")
     p.add_argument("--torso", default="auto",
                    help="nature_cnn | impala_resnet | mlp; auto = nature_cnn on Atari, else mlp")
     p.add_argument("--unroll_length", type=int, default=0,
@@ -149,7 +151,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     args.actor_device_ids = _ids(args.actor_device_ids, "--actor_device_ids", p)
     args.learner_device_ids = _ids(args.learner_device_ids, "--learner_device_ids", p)
     threads = len(args.actor_device_ids) * args.actor_threads
-    if not args.study and args.num_envs % threads:
+    if not args.study and threads > 0 and args.num_envs % threads:
         p.error(f"--num_envs={args.num_envs} must be divisible by actor devices x actor threads "
                 f"({threads}), so every thread gets the same pool size.")
     if args.study and not args.csv:

@@ -4,7 +4,7 @@
 # layouts (the auto default, 2 threads x 64 envs, 4 threads x 32 envs) it measures env_only,
 # env_infer, learner and end_to_end (scripts/benchmark.py), then the time from launch to the
 # first learner update (scripts/startup_time.py, a cold and a warm compilation cache).
-# Writes $OUT/benchmark.csv, $OUT/startup.csv and one table, $OUT/table.md.
+# Writes $OUT/bench_<layout>.csv, $OUT/startup.csv and one table, $OUT/table.md.
 # Usage (after `pip install -r requirements-cuda12.txt`, or the bundle of ../shared/gpu):
 #   bash scripts/gpu_study.sh [OUT_DIR] [SECONDS_PER_MEASURE]
 set -uo pipefail
@@ -24,7 +24,7 @@ for spec in "${layouts[@]}"; do
   echo "== $name"
   # shellcheck disable=SC2086
   timeout 150 python3 scripts/benchmark.py --env Breakout-v5 --torso impala_resnet $bflags \
-      --seconds "$secs" --skip_updates 3 --csv "$out/benchmark.csv" --label "$name" 2>&1 \
+      --seconds "$secs" --skip_updates 3 --csv "$out/bench_$name.csv" 2>&1 \
       | grep -v '^\[' | tee "$out/bench_$name.txt"
   # shellcheck disable=SC2086
   timeout 150 python3 scripts/startup_time.py --repeat 2 --timeout 120 \
@@ -32,4 +32,5 @@ for spec in "${layouts[@]}"; do
       --config=experiments/configs/impala_atari.py --config.compilation_cache_dir="$cache" \
       $cflags 2>&1 | tee -a "$out/startup_$name.txt"
 done
-python3 scripts/study_table.py "$out/benchmark.csv" "$out/startup.csv" | tee "$out/table.md"
+python3 scripts/study_table.py --startup "$out/startup.csv" auto="$out/bench_auto.csv" \
+    2x64="$out/bench_2x64.csv" 4x32="$out/bench_4x32.csv" | tee "$out/table.md"

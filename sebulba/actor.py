@@ -175,6 +175,18 @@ def _first_call_lock(policy: Callable, device: jax.Device) -> threading.Lock:
         return _FIRST_CALL.setdefault((id(policy), device.id), threading.Lock())
 
 
+_CALLED: set[tuple] = set()
+
+
+def _claim_first_call(policy: Callable, device: jax.Device) -> bool:
+    """True for the one thread that calls `policy` on `device` first (it compiles it)."""
+    with _FIRST_CALL_LOCK:
+        key = (id(policy), device.id)
+        first = key not in _CALLED
+        _CALLED.add(key)
+        return first
+
+
 def wants_overlap(mode: str, env: Any, platform: str) -> bool:
     """Whether an actor steps two half-pools in turn. "on"/"off" say so; "auto" overlaps an
     env that steps in its own threads (EnvPool: native send/recv) when the policy runs on an
@@ -398,7 +410,13 @@ class ActorThread(threading.Thread):
         steps = _Steps(T, B, len(halves))
         t_infer = 0.0
         with self._first_call:  # compiled once per device; later threads find it compiled
+            first = _claim_first_call(self._policy, self.device)
+            if first and jax.process_index() == 0:  # a long compile is never a silent minute
+                print(f"compiling the policy on {self.device} ...", flush=True)
+            start = time.perf_counter()
             t_infer += self._act(halves[0], params, steps, 0, 0)
+            if first and jax.process_index() == 0:
+                print(f"policy compiled in {time.perf_counter() - start:.1f}s", flush=True)
         for i in range(1, len(halves)):
             t_infer += self._act(halves[i], params, steps, i, 0)
         while not self._lifetime.stopping:

@@ -19,7 +19,8 @@ import ml_collections
 
 import networks
 from agents import policy, schedules
-from sebulba import checkpoint, distributed, envs, evaluation, topology, validation
+from sebulba import (checkpoint, compile_cache, distributed, envs, evaluation, layout, topology,
+                     validation)
 from sebulba.agent import Agent
 from sebulba.logging import MetricsLogger
 from sebulba.runner import (Interrupted, RuntimeConfig, TrainResult, train,
@@ -181,6 +182,26 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def resolve_layout(config: ml_collections.ConfigDict) -> layout.Layout | None:
+    """Fills the auto (0) layout fields of `config` in place, `num_actor_threads` and
+    `env.num_threads` (sebulba/layout.py), and returns the choice (None when a field is not an
+    integer: `validate` then names it). In place, so that everything built from the config
+    afterwards (the checks, agent builders that read the batch size, config.json,
+    checkpoints) sees the layout that runs."""
+    threads = config.get("num_actor_threads", 1)
+    env_threads = config.env.get("num_threads", 1) if "env" in config else 1
+    ids = config.get("actor_device_ids", (0,))
+    if not (validation.is_int(threads) and validation.is_int(env_threads)
+            and threads >= 0 and env_threads >= 0 and isinstance(ids, (list, tuple))
+            and len(ids) > 0):
+        return None
+    chosen = layout.choose(threads, env_threads, len(ids))
+    config.num_actor_threads = chosen.actor_threads
+    if "num_threads" in config.env:
+        config.env.num_threads = chosen.env_threads
+    return chosen
+
+
 def make_run_dir(config: ml_collections.ConfigDict, name: str,
                  resume_from: str | None = None) -> str:
     """config.run_dir; else the run dir of the checkpoint resumed from; else a new one."""
@@ -203,10 +224,15 @@ def run(config: ml_collections.ConfigDict, make_agent: AgentBuilder, name: str, 
     `make_env(num_envs, seed)` replaces the EnvPool factory with a user environment that has
     the sebulba/envs.py API (`config.env.name` then only names the run).
     """
+    choices = resolve_layout(config)  # auto (0) layout fields, before the checks that use them
     # Every static check before anything joins, builds an env, starts a thread or compiles.
     rc = validate(config, agent_config=agent_config, checks=checks, devices=False,
                   env_id=make_env is None)
     distributed.initialize(distributed_config(config))  # before anything touches devices
+    if choices is not None and distributed.is_main_process():
+        print(choices.describe(len(rc.actor_device_ids), rc.num_envs, rc.learner_device_ids,
+                               rc.actor_device_ids), flush=True)
+    compile_cache.enable(rc.compilation_cache_dir)  # before anything compiles
     topology.make_topology(rc.actor_device_ids, rc.learner_device_ids, rc.num_envs)
     ec = env_config(config)
     resume_from = checkpoint.resolve(config.resume) if config.get("resume") else None
@@ -254,7 +280,7 @@ def run(config: ml_collections.ConfigDict, make_agent: AgentBuilder, name: str, 
         env = base_env(n, seed)
         return wrap_env(env) if wrap_env is not None else env
     try:
-        result = train(agent, make_actor_env, rc, logger, **train_kwargs)
+        result = train(agent, make_actor_env, rc, logger, example_obs=example_obs, **train_kwargs)
     except Interrupted as e:  # Ctrl-C: the same summary as SIGTERM, one line, exit 130
         if main:
             _write_summary(run_dir, e.result, evaluator)

@@ -47,6 +47,7 @@ from sebulba.logging import EpisodeStats, MetricsLogger
 from sebulba.pipeline import Lifetime, ParamsSource, Stopped, blocking_get
 from sebulba.topology import Topology, make_topology
 from sebulba.validation import check_types, non_negative, positive_int, require
+from sebulba.warmup import BackgroundCompile, abstract_rollout
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,7 +56,7 @@ class RuntimeConfig:
 
     actor_device_ids: Sequence[int] = (0,)
     learner_device_ids: Sequence[int] = (0,)
-    num_actor_threads: int = 2      # per actor device
+    num_actor_threads: int = 2      # per actor device; 0 = auto (sebulba/layout.py)
     num_envs: int = 32              # per actor thread
     unroll_length: int = 20         # T, steps per rollout
     total_env_steps: int = 1_000_000  # agent steps over all actors (frames = 4x on Atari)
@@ -73,6 +74,8 @@ class RuntimeConfig:
     # (EnvPool ids) with >= 2 envs per thread when the actor device is an accelerator; off on
     # CPU actor devices and for envs with only a synchronous `step` (sebulba.actor.wants_overlap).
     actor_overlap: str = "auto"
+    # JAX's persistent compilation cache (sebulba/compile_cache.py); "" = off.
+    compilation_cache_dir: str = "~/.cache/sebulba-rl/jax"
 
     @property
     def batch_envs(self) -> int:
@@ -155,9 +158,13 @@ def validate_runtime_config(rc: RuntimeConfig, num_processes: int | None = None)
     multi-host job (the first device query would come too early).
     """
     check_types(RuntimeConfig, dataclasses.asdict(rc))
-    for name in ("num_actor_threads", "num_envs", "unroll_length", "total_env_steps",
-                 "queue_size", "max_nonfinite_updates"):
+    for name in ("num_envs", "unroll_length", "total_env_steps", "queue_size",
+                 "max_nonfinite_updates"):
         positive_int(name, getattr(rc, name))
+    # 0 = auto: sebulba.layout chooses from the cores (experiment.run resolves it up front).
+    non_negative("num_actor_threads", rc.num_actor_threads, integer=True)
+    require(isinstance(rc.compilation_cache_dir, str), "compilation_cache_dir",
+            rc.compilation_cache_dir, "must be a path, or \"\" to turn the cache off.")
     non_negative("max_env_restarts", rc.max_env_restarts, integer=True)
     require(rc.actor_overlap in ("auto", "on", "off"), "actor_overlap", rc.actor_overlap,
             "must be 'auto', 'on' or 'off'.")
@@ -269,9 +276,13 @@ def train(agent: Agent, make_env: Callable[[int, int], Any], rc: RuntimeConfig,
           logger: MetricsLogger, *,
           on_update: Callable[[int, int, PyTree], None] | None = None,
           actor_hook: Callable | None = None, checkpointer: Checkpointer | None = None,
-          resume: Progress | None = None) -> TrainResult:
+          resume: Progress | None = None, example_obs: PyTree | None = None) -> TrainResult:
     """Trains `agent` for `rc.planned_updates(...)` updates (`rc.num_updates` when fresh);
     `make_env(num_envs, seed)` builds a batch.
+
+    `example_obs`: one observation batch of the env (any leading size), if the caller has
+    probed the env already (then it is not probed again). It also lets the learner compile in
+    the background while the actors start (sebulba/warmup.py).
 
     `on_update(update, env_steps, learner_state)` runs after each update. `checkpointer` saves
     on its schedule and once more at the end (also after errors and signals, whenever the
@@ -281,19 +292,31 @@ def train(agent: Agent, make_env: Callable[[int, int], Any], rc: RuntimeConfig,
     """
     validate_runtime_config(rc)
     topo = make_topology(rc.actor_device_ids, rc.learner_device_ids, rc.num_envs)
-    if resume is None:
+    if resume is None and example_obs is None:
         probe = make_env(1, rc.seed)
         example_obs = probe.reset()
         probe.close()
-        state = agent.init(jax.random.key(rc.seed), example_obs)
+    if resume is None:
+        # One compiled program: op-by-op init dispatches (and compiles) every layer's ops.
+        state = jax.jit(agent.init)(jax.random.key(rc.seed), example_obs)
     else:
         state = resume.learner_state
     state = place_learner_state(state, topo)
     learn = make_learn_fn(agent, topo)
+    warmup = None
+    if example_obs is not None:  # compile the learner while the actors start and compile
+        spec = abstract_rollout(agent, jax.eval_shape(agent.actor_params, state), example_obs,
+                                rc.unroll_length, rc.num_envs * topo.num_processes,
+                                topo.batch_sharded())
+        threads = len(topo.actor_devices) * rc.num_actor_threads
+        warmup = BackgroundCompile("learner", learn, state, (spec,) * threads,
+                                   announce=jax.process_index() == 0)
+        warmup.start()
 
     lifetime = Lifetime()
     params = ParamsSource(list(topo.actor_devices), lifetime, rc.stall_warning_s)
     loop = _LearnerLoop(rc, logger, lifetime, [], topo, state, resume)
+    loop.warmup = warmup
     params.publish(agent.actor_params(state), loop.updates)
     final = nonfinite = None
     abandoned = False
@@ -400,6 +423,7 @@ class _LearnerLoop:
         self.last_metrics: dict[str, float] = {}
         self.actors: list = []  # for stall warnings: what each actor is doing
         self.urgent = threading.Event()  # set by a second signal: abandon the update in flight
+        self.warmup: BackgroundCompile | None = None  # the learner compiling ahead of time
         self._warned_stall = False
         self.nonfinite_streak = self.nonfinite_total = 0
 
@@ -441,6 +465,13 @@ class _LearnerLoop:
                 f"{self.nonfinite_streak} non-finite updates in a row (max_nonfinite_updates="
                 f"{limit}; last: {', '.join(bad)}); stopped at env step {self.env_steps:,d}.")
 
+    def _await_warmup(self) -> None:
+        """Waits for the background compilation of the learner (a second signal stops the
+        waiting), so the first update uses it instead of compiling the same program again."""
+        while self.warmup.is_alive() and not self.urgent.is_set():
+            self.warmup.join(0.1)
+        self.warmup = None
+
     def _target_reached(self) -> bool:
         target = self.rc.stop_at_return
         return target is not None and self.episodes.best_mean >= target
@@ -460,6 +491,8 @@ class _LearnerLoop:
             if self._warned_stall:  # warn again on the next stall, not on every slow poll
                 print(f"learner: rollouts arrive again (waited {t1 - t0:.0f}s).", flush=True)
                 self._warned_stall = False
+            if self.warmup is not None:  # first update: its program may still be compiling
+                self._await_warmup()
             done = self.snapshot
             # Donated to the update: until it finishes there is no intact state to save.
             self.snapshot = dataclasses.replace(done, state=None)

@@ -30,7 +30,7 @@ def abstract_rollout(agent: Agent, actor_params: PyTree, example_obs: PyTree, T:
     key = jax.eval_shape(lambda: jax.random.key(0))
     core = None
     if agent.recurrent:
-        core = jax.eval_shape(agent.initial_core_state, B)
+        core = jax.eval_shape(lambda: agent.initial_core_state(B))
         action, extras, _ = jax.eval_shape(agent.actor_step, actor_params, obs, key, core)
     else:
         action, extras = jax.eval_shape(agent.actor_step, actor_params, obs, key)

@@ -14,7 +14,8 @@ def runtime_fields(config: ml_collections.ConfigDict) -> None:
     config.seed = 0                    # base seed: params init, actor RNG, env seeds
     config.actor_device_ids = (0,)     # local device indices that run actor threads
     config.learner_device_ids = (0,)   # local device indices that share the learner update
-    config.num_actor_threads = 2       # actor threads per actor device (overlap env and inference)
+    config.num_actor_threads = 0       # actor threads per actor device; 0 = auto from the CPU
+                                       # cores (sebulba/layout.py; the layout is printed)
     config.num_envs = 32               # environments per actor thread
     config.unroll_length = 20          # T: steps per rollout
     config.total_env_steps = 10_000_000  # agent steps in total (x4 frames on Atari)
@@ -50,6 +51,8 @@ def runtime_fields(config: ml_collections.ConfigDict) -> None:
         init_timeout_s=300,            # seconds to wait for all processes to join
     ))
     config.console_every_s = 10.0      # seconds between console progress lines
+    config.compilation_cache_dir = "~/.cache/sebulba-rl/jax"  # JAX's persistent compilation
+                                       # cache: a relaunch loads compiled programs ("" = off)
     config.wandb = ml_collections.ConfigDict(dict(  # Weights & Biases, beside TensorBoard
         project="",                    # W&B project; "" = no W&B logging (the default)
         entity="",                     # W&B user or team ("" = your default entity)

@@ -39,7 +39,7 @@ def cpu_atari(config: ml_collections.ConfigDict) -> None:
     thread steps its envs while the other waits for inference), and a budget a CPU finishes in
     hours, not weeks."""
     config.network.torso = "nature_cnn"
-    config.num_actor_threads = 2
+    config.num_actor_threads = 0       # auto: from the CPU cores (sebulba/layout.py)
     config.num_envs = 16
     config.total_env_steps = 2_000_000  # ~1.5 h at ~400 steps/s
     # A short CPU budget keeps the easier training protocol of cleanrl's ppo_atari_envpool.py

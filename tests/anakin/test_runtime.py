@@ -26,13 +26,16 @@ CFG = ppo.PPOConfig(learning_rate=1e-3, clip_eps=0.2, reward_clip=0.0, shuffle=F
                     num_minibatches=2, num_epochs=2, correction="none")
 
 
-def _agent(lstm: int = 0, cfg=CFG):
-    env = envs.make_env("gymnax:CartPole-v1", {"max_steps_in_episode": 12})
+def _network(env, lstm: int = 0):
     torso = networks.make_torso("mlp", hidden_sizes=(16,))
     dist = networks.from_space(env.action_space)
-    net = (networks.RecurrentActorCritic(torso=torso, lstm_size=8, action_dist=dist)
-           if lstm else networks.ActorCritic(torso=torso, action_dist=dist))
-    return ppo.make_agent(net, cfg, num_updates=10), env
+    return (networks.RecurrentActorCritic(torso=torso, lstm_size=8, action_dist=dist)
+            if lstm else networks.ActorCritic(torso=torso, action_dist=dist))
+
+
+def _agent(lstm: int = 0, cfg=CFG):
+    env = envs.make_env("gymnax:CartPole-v1", {"max_steps_in_episode": 12})
+    return ppo.make_agent(_network(env, lstm), cfg, num_updates=10), env
 
 
 def _init(agent, env):
@@ -133,3 +136,23 @@ def test_fused_updates_equal_single_calls():
     s2, r2, out = _updates(agent, env, 2, n_updates=2, updates_per_call=2)
     _close(s1.params, s2.params)
     _close(r1.env.obs, r2.env.obs)
+
+
+def test_recurrent_core_state_matches_what_the_actor_used():
+    """The learner re-runs the LSTM from Rollout.core_state with resets where episodes start
+    (agents/policy.apply_time_major): it must reproduce the actor's log-probs exactly, in a
+    second rollout that starts mid-episode with a non-zero state and crosses episode ends."""
+    from agents import policy
+    agent, env = _agent(lstm=1)
+    net = _network(env, lstm=1)
+    state = _init(agent, env)
+    ap = agent.actor_params(state)
+    run = jax.jit(lambda r: runtime.rollout(agent, env, ap, r, T))
+    runner, _, _ = run(runtime.init_runner(agent, env, jax.random.key(2), B))
+    _, ro, _ = run(runner)
+    assert float(np.abs(np.asarray(jax.tree.leaves(ro.core_state)[0])).max()) > 1e-3
+    assert not bool(ro.valid.all())
+    pol, _ = policy.apply_time_major(net, state.params, jax.tree.map(lambda x: x[:-1], ro.obs),
+                                     ro.core_state, ro.valid)
+    logp = net.dist.log_prob(pol, ro.action)
+    np.testing.assert_allclose(logp, ro.extras["logp"], rtol=1e-5, atol=1e-5)
