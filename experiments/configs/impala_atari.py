@@ -11,8 +11,8 @@ The default follows cleanba's IMPALA (github.com/vwxyzjn/cleanba, cleanba/cleanb
 whose scores are the reference figures: the same evaluation protocol (`reference_protocol`,
 Machado et al. 2018), 50M agent steps (200M frames; the learning-rate decay spans them), unroll
 20. Known difference: cleanba steps 128 envs and splits each update into 4 minibatches of 640
-samples; this learner takes one step on 2 threads x 32 envs x 20 = 1280 samples, so it makes
-half as many updates per frame.
+samples; this learner takes one step on all envs: on a 16-core host the auto layout runs 2
+threads x 32 envs x 20 = 1280 samples, half as many updates per frame.
 """
 import ml_collections
 
