@@ -191,7 +191,7 @@ def make_env(name: str, options: dict | None = None) -> AutoReset:
     except ImportError as e:  # pragma: no cover - gymnax is in requirements.txt
         raise ValueError(f"env {name!r} needs gymnax ({e}); pip install gymnax==1.0.1") from None
     if env_id not in gymnax.registered_envs:
-        raise ValueError(f"env.name={name!r} is not a JAX-native env for the Anakin runtime; "
+        raise ValueError(f"{name!r} is not a JAX-native env for the Anakin runtime; "
                          f"allowed: gymnax:<id> with <id> one of "
                          f"{', '.join(gymnax.registered_envs)}, or a name registered with "
                          f"anakin.envs.register_env ({sorted(_ENVS) or 'none'}).")

@@ -7,7 +7,9 @@ are Sebulba's (sebulba/logging.py, sebulba/checkpoint.py): `sps`, `updates`, `ep
 the agent's own metrics, `nonfinite/*`; `policy_lag/*` is always 0 (Anakin acts with the
 parameters of the update it feeds).
 
-SIGINT / SIGTERM stop after the update in flight; the final checkpoint holds it.
+SIGINT / SIGTERM stop after the update in flight; the final checkpoint holds it. A collective
+that fails because another process died raises `distributed.PeerLost` (nothing of that update
+is saved), as in the Sebulba runtime.
 """
 from __future__ import annotations
 
@@ -110,12 +112,21 @@ def train(agent: Agent, env, ac: runtime.AnakinConfig, logger: MetricsLogger, *,
                     update = runtime.make_update_fn(agent, env, mesh, ac.unroll_length, 1)
                 t0 = time.perf_counter()
                 snap = None
-                state, runner, metrics, eps = update(state, runner)
-                metrics = jax.device_get(metrics)
-                games = runtime.local_episodes(eps)
-                t1 = time.perf_counter()
                 steps = k * ac.unroll_length * ac.num_envs
-                episodes.add(distributed.gather_episodes(games, steps))
+                try:
+                    state, runner, metrics, eps = update(state, runner)
+                    metrics = jax.device_get(metrics)
+                    games = runtime.local_episodes(eps)
+                    t1 = time.perf_counter()
+                    episodes.add(distributed.gather_episodes(games, steps))
+                except Exception as e:
+                    lost = distributed.lost_peer(e)
+                    if lost is None:
+                        raise
+                    raise distributed.PeerLost(
+                        f"lost {lost} during update {updates + 1:,d} (env step "
+                        f"{env_steps:,d}); that update's learner state is incomplete and is "
+                        f"not saved.") from e
                 updates += k
                 env_steps += steps * jax.process_count()
                 scalars = {name: float(np.asarray(v)) for name, v in metrics.items()}

@@ -6,6 +6,8 @@ runtime does. The devices are `learner_device_ids` (each acts, steps its envs an
 `num_envs` is the environments per process, split evenly over them; the Sebulba-only fields
 (`actor_device_ids`, `num_actor_threads`, `queue_size`, `actor_overlap`, ...) do not apply,
 and `synchronous` is True by nature (the policy that acts is the one being updated: lag 0).
+Periodic evaluation (`eval_every_updates`) is Sebulba's background evaluator playing the same
+JAX env from the host (anakin/host_env.py).
 """
 from __future__ import annotations
 
@@ -14,11 +16,13 @@ import json
 import os
 from typing import Any, Callable, Sequence
 
+import jax
 import ml_collections
 
 from agents import schedules
 from anakin import envs as anakin_envs
 from anakin import loop, runtime
+from anakin.host_env import HostEnv
 from sebulba import checkpoint, distributed, experiment, validation
 from sebulba.logging import MetricsLogger
 from sebulba.validation import ConfigError
@@ -63,9 +67,6 @@ def validate(config: ml_collections.ConfigDict, *, agent_config: type | None = N
     check_runtime(config.get("runtime", "anakin"))
     experiment.validate(config, agent_config=agent_config, checks=checks, devices=False,
                         env_id=False)
-    if config.get("eval_every_updates", 0):
-        raise ConfigError(f"eval_every_updates={config.eval_every_updates}: periodic "
-                          f"evaluation is not available in the Anakin runtime yet; set it to 0.")
     ac = anakin_config(config)
     if env:
         make_env(config)
@@ -99,7 +100,6 @@ def run(config: ml_collections.ConfigDict, make_agent: AgentBuilder, name: str, 
     except ValueError as e:
         raise ConfigError(f"learner_device_ids={list(ac.device_ids)}: {e}") from None
     network = experiment.make_network(config, env.action_space)
-    import jax
     example_obs = jax.tree.map(lambda x: x[None], env.reset(jax.random.key(0)).obs)
     horizon = schedules.Horizon(ac.num_updates)
     agent = make_agent(network, config, horizon)
@@ -126,16 +126,30 @@ def run(config: ml_collections.ConfigDict, make_agent: AgentBuilder, name: str, 
             metadata={"experiment": name, "env": config.env.name, "seed": config.seed,
                       "config": json.loads(config.to_json()),
                       "lr_horizon": horizon.to_dict()})
+    evaluator = None
+    if main and config.get("eval_every_updates", 0) > 0:
+        # Sebulba's background evaluator, on the same JAX env stepped from the host.
+        host_env = lambda n, seed: HostEnv(env, n, seed)  # noqa: E731
+        train_kwargs["on_update"], evaluator = experiment._with_evaluation(
+            config, network, agent, example_obs, host_env, logger, train_kwargs.get("on_update"))
     if main:
         with open(os.path.join(run_dir, "config.json"), "w") as f:
             f.write(config.to_json(indent=2))
     print(f"run dir: {run_dir}  (anakin: {planned - done[0]} updates of "
           f"{ac.steps_per_update} steps on {len(ac.device_ids)} device(s) x "
           f"{jax.process_count()} process(es))", flush=True)
-    result = loop.train(agent, env, ac, logger, resume=progress, **train_kwargs)
+    try:
+        result = loop.train(agent, env, ac, logger, resume=progress, **train_kwargs)
+    except distributed.PeerLost as e:
+        # No normal exit with a dead peer: jax.distributed's atexit shutdown would abort.
+        ckpt = train_kwargs.get("checkpointer")
+        newest = (f" Newest checkpoint: {ckpt.path(ckpt.last_saved)}."
+                  if ckpt is not None and ckpt.last_saved is not None else "")
+        distributed.exit_lost_peer(f"{e}{newest}")
     if main:
         with open(os.path.join(run_dir, "summary.json"), "w") as f:
             json.dump({"env_steps": result.env_steps, "updates": result.updates,
                        "stopped_by": result.stopped_by, "checkpoint": result.checkpoint,
-                       "runtime": "anakin", **result.episode_summary}, f, indent=2)
+                       "runtime": "anakin", **result.episode_summary,
+                       **(evaluator.last if evaluator is not None else {})}, f, indent=2)
     return result

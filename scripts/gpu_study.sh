@@ -7,7 +7,16 @@
 # Writes $OUT/bench_<layout>.csv, $OUT/startup.csv and one table, $OUT/table.md.
 # Usage (after `pip install -r requirements-cuda12.txt`, or the bundle of ../shared/gpu):
 #   bash scripts/gpu_study.sh [OUT_DIR] [SECONDS_PER_MEASURE]
+# A dry run of the plumbing on a CPU (CartPole, MLP, small layouts):
+#   ENV=CartPole-v1 TORSO=mlp CONFIG=experiments/configs/impala_classic.py \
+#       LAYOUT2="--num_envs 16 --actor_threads 2" LAYOUT4="--num_envs 16 --actor_threads 4" \
+#       bash scripts/gpu_study.sh /tmp/study 2
 set -uo pipefail
+env_id=${ENV:-Breakout-v5}
+torso=${TORSO:-impala_resnet}
+config=${CONFIG:-experiments/configs/impala_atari.py}
+layout2=${LAYOUT2:---num_envs 128 --actor_threads 2}
+layout4=${LAYOUT4:---num_envs 128 --actor_threads 4}
 out=${1:-runs/gpu-study}
 secs=${2:-8}
 mkdir -p "$out"
@@ -16,21 +25,25 @@ export PYTHONUNBUFFERED=1
     2>&1 | tee "$out/hardware.txt"
 cache=$(mktemp -d)  # a fresh compilation cache: launch 1 is cold, launch 2 warm
 # layout name : benchmark flags (total envs, threads per actor device; 0 = auto) : config flags
-layouts=("auto:--num_envs 0 --actor_threads 0:"
-         "2x64:--num_envs 128 --actor_threads 2:--config.num_actor_threads=2 --config.num_envs=64"
-         "4x32:--num_envs 128 --actor_threads 4:--config.num_actor_threads=4 --config.num_envs=32")
+# (the config flags of a layout are derived from its benchmark flags below)
+layouts=("auto:--num_envs 0 --actor_threads 0" "2x64:$layout2" "4x32:$layout4")
 for spec in "${layouts[@]}"; do
-  IFS=: read -r name bflags cflags <<< "$spec"
+  IFS=: read -r name bflags <<< "$spec"
+  read -r _ total _ threads <<< "$bflags"
+  cflags=""
+  if [ "$threads" != 0 ]; then
+    cflags="--config.num_actor_threads=$threads --config.num_envs=$((total / threads))"
+  fi
   echo "== $name"
   # shellcheck disable=SC2086
-  timeout 150 python3 scripts/benchmark.py --env Breakout-v5 --torso impala_resnet $bflags \
+  timeout 150 python3 scripts/benchmark.py --env "$env_id" --torso "$torso" $bflags \
       --seconds "$secs" --skip_updates 3 --csv "$out/bench_$name.csv" 2>&1 \
       | grep -v '^\[' | tee "$out/bench_$name.txt"
   # shellcheck disable=SC2086
   timeout 150 python3 scripts/startup_time.py --repeat 2 --timeout 120 \
       --csv "$out/startup.csv" --label "$name" -- experiments/impala_atari.py \
-      --config=experiments/configs/impala_atari.py --config.compilation_cache_dir="$cache" \
-      $cflags 2>&1 | tee -a "$out/startup_$name.txt"
+      --config="$config" --config.env.name="$env_id" --config.network.torso="$torso" \
+      --config.compilation_cache_dir="$cache" $cflags 2>&1 | tee -a "$out/startup_$name.txt"
 done
 python3 scripts/study_table.py --startup "$out/startup.csv" auto="$out/bench_auto.csv" \
     2x64="$out/bench_2x64.csv" 4x32="$out/bench_4x32.csv" | tee "$out/table.md"

@@ -104,3 +104,37 @@ def test_registered_env():
     envs.register_env("counting-test", lambda options: CountingEnv())
     env = envs.make_env("counting-test")
     assert isinstance(env.raw, CountingEnv)
+
+
+def test_host_env_batches_the_jax_env_with_numpy_io():
+    """anakin/host_env.py: the sebulba/envs.py API over the JAX env (used by evaluation)."""
+    from anakin.host_env import HostEnv
+    env = HostEnv(envs.make_env("gymnax:CartPole-v1", {"max_steps_in_episode": 5}), 3, seed=0)
+    obs = env.reset()
+    assert isinstance(obs, np.ndarray) and obs.shape == (3, 4)
+    assert len({tuple(o) for o in obs}) == 3  # each env its own stream
+    for t in range(5):
+        ts = env.step(np.array([t % 2] * 3, np.int32))
+        assert ts.reward.tolist() == [1.0] * 3
+    assert ts.truncated.all() and ts.episode_over.all() and not ts.terminated.any()
+    ts = env.step(np.zeros(3, np.int32))  # the reset step
+    assert ts.reward.tolist() == [0.0] * 3 and not ts.episode_over.any()
+
+
+def test_sebulba_evaluation_plays_the_jax_env():
+    """What `eval_every_updates` runs under Anakin: sebulba.evaluation.play with the greedy
+    actor on HostEnv; CartPole's true return equals the game length."""
+    import networks
+    from agents import policy
+    from anakin.host_env import HostEnv
+    from sebulba import evaluation
+    env = envs.make_env("gymnax:CartPole-v1", {"max_steps_in_episode": 30})
+    net = networks.ActorCritic(torso=networks.make_torso("mlp", hidden_sizes=(8,)),
+                               action_dist=networks.from_space(env.action_space))
+    params = net.init(jax.random.key(0), np.zeros((1, 4), np.float32))
+    ap = policy.ActorParams(params, None)
+    returns, lengths = evaluation.play(lambda n: policy.greedy_actor(net, ap, 10.0, n),
+                                       lambda n, seed: HostEnv(env, n, seed), episodes=5,
+                                       num_envs=2, seed=1)
+    assert len(returns) == 5 and returns == [float(n) for n in lengths]
+    assert all(1 <= n <= 30 for n in lengths)

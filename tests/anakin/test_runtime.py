@@ -8,7 +8,6 @@
 - Episode statistics are true returns and lengths, and the rollout's flags follow EnvPool's
   convention (valid False exactly on the step after an episode end).
 """
-import dataclasses
 
 import jax
 import numpy as np

@@ -4,7 +4,7 @@ Usage: python -m tests.sebulba.signal_run RUN_DIR NUM_SIGNALS AT_UPDATE [SIGNAL]
 
 Update AT_UPDATE is made slow (a few seconds of matrix products inside the compiled step, so
 XLA runs it asynchronously while the learner waits for it). Right after update AT_UPDATE - 1,
-a thread sends this process NUM_SIGNALS signals (SIGINT by default) 1.0 s and 1.3 s later:
+a thread sends this process NUM_SIGNALS signals (SIGINT by default) 0.5 s and 0.8 s later:
 they arrive while the learner waits for the slow update, the moment when a signal handler
 that raised once made the final checkpoint save one update's state under the previous update's
 label. Only the final checkpoint is written (no periodic ones): it is the one the test reads.
@@ -43,7 +43,9 @@ def _slow_update(at_update: int, stuck: bool = False):
     def heavy(x):
         if stuck:
             return jax.pure_callback(block_in_c, jax.ShapeDtypeStruct((), jnp.float32))
-        return jax.lax.fori_loop(0, 25, lambda i, y: jnp.tanh(y @ y / 1500.0), x).mean()
+        # ~160 GFLOP: about 2 s on 2 quiet cores, longer under load (25 products took ~1 s:
+        # too close to the signals' timing on a fast machine).
+        return jax.lax.fori_loop(0, 60, lambda i, y: jnp.tanh(y @ y / 1500.0), x).mean()
 
     def make_agent(network, agent_config, num_updates):
         agent = impala_atari.make_agent(network, agent_config, num_updates)
@@ -58,10 +60,12 @@ def _slow_update(at_update: int, stuck: bool = False):
 
 
 def _signal_after(update: int, count: int, sig: signal.Signals):
-    """on_update hook: after `update`, sends `count` signals 1.0 s, 1.3 s ... later."""
+    """on_update hook: after `update`, sends `count` signals 0.5 s, 0.8 s ... later (the next
+    update is dispatched within milliseconds of the hook; a host callback could mark its start
+    exactly, but a callback makes XLA:CPU run the whole step inline in the main thread)."""
     def send():
         for i in range(count):
-            time.sleep(1.0 if i == 0 else 0.3)
+            time.sleep(0.5 if i == 0 else 0.3)
             os.kill(os.getpid(), sig)
 
     def on_update(done, env_steps, state):

@@ -1,0 +1,52 @@
+"""A JAX-native env (anakin/envs.py) as a host env batch with the sebulba/envs.py API
+(`reset() -> obs`, `step(action) -> TimeStep`, numpy in and out), so the host-side tools run
+on it unchanged: periodic evaluation (sebulba/evaluation.py) and scripts that play games.
+
+Each call is one jitted, vmapped step of `num_envs` envs, each with its own key stream; the
+episode semantics are the adapter's (EnvPool's), so `TimeStep.episode_over` marks game ends.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import numpy as np
+
+from sebulba.envs import TimeStep
+
+
+class HostEnv:
+    def __init__(self, env, num_envs: int, seed: int) -> None:
+        if num_envs < 1:
+            raise ValueError(f"num_envs={num_envs} must be >= 1.")
+        self.env, self.num_envs = env, num_envs
+        self.action_space, self.observation_space = env.action_space, env.observation_space
+        self._keys = jax.random.split(jax.random.key(seed), num_envs)
+        self._state: Any = None
+
+        def step(keys, state, action):
+            split = jax.vmap(lambda k: jax.random.split(k))(keys)
+            state, s = jax.vmap(env.step)(split[:, 1], state, action)
+            return split[:, 0], state, s
+
+        def reset(keys):
+            split = jax.vmap(lambda k: jax.random.split(k))(keys)
+            return split[:, 0], jax.vmap(env.reset)(split[:, 1])
+
+        self._step, self._reset = jax.jit(step), jax.jit(reset)
+
+    def reset(self) -> Any:
+        self._keys, self._state = self._reset(self._keys)
+        return jax.device_get(self._state.obs)
+
+    def step(self, action) -> TimeStep:
+        if self._state is None:
+            raise RuntimeError("HostEnv.step before reset().")
+        self._keys, self._state, s = self._step(self._keys, self._state, action)
+        s = jax.device_get(s)
+        over = np.logical_or(s.terminated, s.truncated)
+        return TimeStep(s.obs, np.asarray(s.reward, np.float32), np.asarray(s.terminated),
+                        np.asarray(s.truncated), over)
+
+    def close(self) -> None:
+        self._state = None
