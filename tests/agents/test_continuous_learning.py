@@ -11,6 +11,9 @@
 from experiments import impala_atari, ppo_atari
 from experiments.configs import impala_classic, ppo_classic, ppo_mujoco
 from tests.mixed_env import SteerAndShiftEnv
+import pytest  # noqa: E402
+
+pytestmark = pytest.mark.slow  # learning runs / several processes: `-m "not slow"` skips
 
 PENDULUM_TARGET = -400.0
 MIXED_TARGET = 24.0

@@ -5,6 +5,9 @@ comes first; on 2 cores it typically stops after 150k-300k steps.
 """
 from experiments import impala_atari
 from tests.helpers import classic_config
+import pytest  # noqa: E402
+
+pytestmark = pytest.mark.slow  # learning runs / several processes: `-m "not slow"` skips
 
 
 def test_impala_learns_cartpole(tmp_path):

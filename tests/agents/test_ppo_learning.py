@@ -14,6 +14,8 @@ from experiments import ppo_atari
 from experiments.configs import ppo_atari as atari_configs
 from experiments.configs import ppo_classic
 
+pytestmark = pytest.mark.slow  # learning runs / several processes: `-m "not slow"` skips
+
 SOLVED = 450.0  # CartPole-v1 caps returns at 500
 
 

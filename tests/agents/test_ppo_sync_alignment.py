@@ -13,6 +13,9 @@ import os
 
 from experiments import ppo_atari
 from experiments.configs import ppo_classic
+import pytest  # noqa: E402
+
+pytestmark = pytest.mark.slow  # learning runs / several processes: `-m "not slow"` skips
 
 UPDATES = 6
 

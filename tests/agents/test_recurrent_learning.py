@@ -13,6 +13,8 @@ from experiments import train
 from tests import memory_env
 from tests.helpers import classic_config
 
+pytestmark = pytest.mark.slow  # learning runs / several processes: `-m "not slow"` skips
+
 # Mean return of the last 100 games. Feed-forward: 0.5. With the core state reset at every
 # rollout start instead of carried over (a bug this catches), the 3 in 8 episodes whose cue
 # lies in the previous rollout fall to chance: ~0.81 (measured 0.79-0.81).

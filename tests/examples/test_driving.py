@@ -10,6 +10,9 @@ import examples.driving  # noqa: F401  registers Driving-v0 and driving_net
 from examples.driving import config as driving_config
 from examples.driving.env import CRASH, DrivingEnv
 from experiments import train
+import pytest  # noqa: E402
+
+pytestmark = pytest.mark.slow  # learning runs / several processes: `-m "not slow"` skips
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

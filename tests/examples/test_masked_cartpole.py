@@ -12,6 +12,8 @@ from sebulba import envs
 from sebulba.evaluation import eval_env_config
 from examples.masked_cartpole import config as masked_config
 
+pytestmark = pytest.mark.slow  # learning runs / several processes: `-m "not slow"` skips
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 

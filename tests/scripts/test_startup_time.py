@@ -4,6 +4,9 @@ import csv
 import os
 
 from scripts import startup_time, study_table
+import pytest  # noqa: E402
+
+pytestmark = pytest.mark.slow  # learning runs / several processes: `-m "not slow"` skips
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

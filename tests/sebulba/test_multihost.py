@@ -9,6 +9,9 @@ import signal
 import subprocess
 import sys
 import time
+import pytest  # noqa: E402
+
+pytestmark = pytest.mark.slow  # learning runs / several processes: `-m "not slow"` skips
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DRIVER = os.path.join(ROOT, "tests", "sebulba", "multihost_run.py")

@@ -28,6 +28,8 @@ from sebulba.agent import Rollout
 from sebulba.learner import make_learn_fn, place_learner_state
 from sebulba.topology import make_topology
 
+pytestmark = pytest.mark.slow  # learning runs / several processes: `-m "not slow"` skips
+
 T, B, OBS, ACTIONS = 5, 8, 4, 3
 N = 6  # updates in all; the split run checkpoints after N // 2
 LEARNERS = (0, 1)  # two faked learner devices: the restored state is re-placed on both

@@ -14,6 +14,8 @@ import pytest
 from sebulba import checkpoint
 from tests.sebulba.test_checkpoint import restore_run
 
+pytestmark = pytest.mark.slow  # learning runs / several processes: `-m "not slow"` skips
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 

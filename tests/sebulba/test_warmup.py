@@ -7,6 +7,8 @@ import pytest
 
 from tests.helpers import classic_config
 
+pytestmark = pytest.mark.slow  # learning runs / several processes: `-m "not slow"` skips
+
 LEARNER = "Finished XLA compilation of jit(per_device)"  # sebulba/learner.py's program
 POLICY = "Finished XLA compilation of jit(_policy_step)"
 
