@@ -540,10 +540,12 @@ class _LearnerLoop:
         the main thread keeps handling signals while a long update runs (a blocked
         device_get held a second Ctrl-C for the whole update, ~50 s on a loaded CPU)."""
         leaves = [x for x in jax.tree.leaves(metrics) if isinstance(x, jax.Array)]
+        pause = 1e-4  # doubling up to 10 ms: a 1 ms update is not rounded up to 10 ms
         while not all(x.is_ready() for x in leaves):
             if self.urgent.is_set():
                 raise _Abandoned()
-            time.sleep(0.01)
+            time.sleep(pause)
+            pause = min(2 * pause, 0.01)
         return jax.device_get(metrics)
 
     def _runtime_scalars(self, msgs, lags, depth, wait_s, step_s, start, start_steps
