@@ -14,7 +14,6 @@ is saved), as in the Sebulba runtime.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import signal
 import threading
 import time
@@ -29,22 +28,9 @@ from sebulba.agent import Agent
 from sebulba.checkpoint import Checkpointer, Progress
 from sebulba.learner import NonFiniteError
 from sebulba.logging import EpisodeStats, MetricsLogger
+from sebulba.runner import TrainResult  # the same result as a Sebulba run
 
 PyTree = Any
-
-
-@dataclasses.dataclass
-class TrainResult:
-    """As sebulba.runner.TrainResult (the fields the experiment wiring reads)."""
-
-    learner_state: PyTree
-    env_steps: int
-    updates: int
-    episode_summary: dict[str, float]
-    last_metrics: dict[str, float]
-    stopped_by: str | None = None
-    checkpoint: str | None = None
-    abandoned: bool = False
 
 
 class _StopOnSignal(contextlib.AbstractContextManager):
