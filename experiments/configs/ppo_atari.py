@@ -41,7 +41,8 @@ def get_config(variant: str = "default") -> ml_collections.ConfigDict:
         # machine (load 7-9): ~4 min compiling, then 35-70 steps/s; PPO's 4 epochs make it
         # ~4x slower than IMPALA's :cpu (~150-190 steps/s on the same machine, 415 quiet).
         config.network.torso = "nature_cnn"
-        config.num_envs = 16
+        config.num_actor_threads = 2       # explicit (not auto): a batch of 2 x 16 x 32 = 1024,
+        config.num_envs = 16               # cleanrl's 8 envs x 128 steps
         config.unroll_length = 32
         config.total_env_steps = 2_000_000
         config.agent.loop = "unroll"
