@@ -297,8 +297,7 @@ def train(agent: Agent, make_env: Callable[[int, int], Any], rc: RuntimeConfig,
         example_obs = probe.reset()
         probe.close()
     if resume is None:
-        # One compiled program: op-by-op init dispatches (and compiles) every layer's ops.
-        state = jax.jit(agent.init)(jax.random.key(rc.seed), example_obs)
+        state = _init(agent, jax.random.key(rc.seed), example_obs)
     else:
         state = resume.learner_state
     state = place_learner_state(state, topo)
@@ -363,6 +362,16 @@ def _episode_summary(state: dict) -> dict[str, float]:
     stats = EpisodeStats()
     stats.load_state_dict(state)
     return stats.summary()
+
+
+def _init(agent: Agent, key, example_obs) -> PyTree:
+    """`agent.init` as one compiled program (op by op it dispatches, and compiles, every
+    layer's initialiser separately); a user agent whose init branches on values in Python
+    cannot be traced, and runs eagerly as before."""
+    try:
+        return jax.jit(agent.init)(key, example_obs)
+    except jax.errors.JAXTypeError:
+        return agent.init(key, example_obs)
 
 
 def actor_seed(seed: int, actor_id: int, start_update: int = 0) -> int:

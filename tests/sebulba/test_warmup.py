@@ -73,3 +73,31 @@ def experiment_steps(config) -> int:
     """Agent steps of one update of `config` (one actor device)."""
     threads = config.num_actor_threads or 1
     return len(config.actor_device_ids) * threads * config.num_envs * config.unroll_length
+
+
+def test_init_is_compiled_and_an_untraceable_init_still_runs():
+    """The runner jits `agent.init`; a user agent whose init branches on a value in Python
+    (not traceable) is run eagerly instead of failing."""
+    import jax.numpy as jnp
+    import numpy as np
+
+    from sebulba.agent import Agent
+    from sebulba.runner import _init
+
+    traced = []
+
+    def branchy(key, obs):
+        traced.append(isinstance(obs, jax.core.Tracer))
+        return {"w": jnp.ones(3) if float(np.asarray(obs).sum()) > 0 else jnp.zeros(3)}
+
+    def plain(key, obs):
+        traced.append(isinstance(obs, jax.core.Tracer))
+        return {"w": jnp.full(3, obs.sum())}
+
+    obs = np.ones((1, 2), np.float32)
+    for fn, want in ((branchy, [True, False]), (plain, [True])):
+        traced.clear()
+        agent = Agent(init=fn, actor_params=lambda s: s, actor_step=None, learn_step=None)
+        out = _init(agent, jax.random.key(0), obs)
+        assert traced == want  # traced once (jit); the branchy one then ran eagerly
+        np.testing.assert_allclose(out["w"], np.full(3, 2.0) if fn is plain else np.ones(3))
