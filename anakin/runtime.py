@@ -29,6 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
+from sebulba import runner
 from sebulba.agent import Agent, Rollout, reset_core_state
 from sebulba.learner import keep_finite
 
@@ -82,12 +83,9 @@ class AnakinConfig:
         return max(1, self.total_env_steps // self.steps_per_update)
 
     def planned_updates(self, done_updates: int = 0, done_env_steps: int = 0) -> int:
-        """As sebulba.runner.RuntimeConfig.planned_updates: fresh = num_updates; resumed =
-        updates done + whole updates in the steps left."""
-        if done_updates == 0 and done_env_steps == 0:
-            return self.num_updates
-        left = max(0, self.total_env_steps - done_env_steps)
-        return done_updates + left // self.steps_per_update
+        """As sebulba.runner.RuntimeConfig.planned_updates (the same rule)."""
+        return runner.planned_updates(self.total_env_steps, self.steps_per_update,
+                                      done_updates, done_env_steps)
 
 
 class Runner(NamedTuple):

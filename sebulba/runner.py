@@ -96,15 +96,24 @@ class RuntimeConfig:
         """The update counter a run ends at. Fresh: `num_updates`. Resumed: the updates done
         plus the whole updates that fit in the steps left (the layout, hence the steps per
         update, may have changed)."""
-        if done_updates == 0 and done_env_steps == 0:
-            return self.num_updates
-        left = max(0, self.total_env_steps - done_env_steps)
-        return done_updates + left // self.steps_per_update
+        return planned_updates(self.total_env_steps, self.steps_per_update, done_updates,
+                               done_env_steps)
 
     def planned_env_steps(self, done_updates: int = 0, done_env_steps: int = 0) -> int:
         """The env-step counter after the last planned update (the console's target)."""
         return done_env_steps + (self.planned_updates(done_updates, done_env_steps)
                                  - done_updates) * self.steps_per_update
+
+
+def planned_updates(total_env_steps: int, steps_per_update: int, done_updates: int = 0,
+                    done_env_steps: int = 0) -> int:
+    """The update counter a run ends at (both runtimes). Fresh: the whole updates within
+    total_env_steps, at least one. Resumed: the updates done plus the whole updates that fit
+    in the steps left (the layout, hence the steps per update, may have changed)."""
+    if done_updates == 0 and done_env_steps == 0:
+        return max(1, total_env_steps // steps_per_update)
+    left = max(0, total_env_steps - done_env_steps)
+    return done_updates + left // steps_per_update
 
 
 @dataclasses.dataclass
