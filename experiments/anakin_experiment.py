@@ -141,11 +141,7 @@ def run(config: ml_collections.ConfigDict, make_agent: AgentBuilder, name: str, 
     try:
         result = loop.train(agent, env, ac, logger, resume=progress, **train_kwargs)
     except distributed.PeerLost as e:
-        # No normal exit with a dead peer: jax.distributed's atexit shutdown would abort.
-        ckpt = train_kwargs.get("checkpointer")
-        newest = (f" Newest checkpoint: {ckpt.path(ckpt.last_saved)}."
-                  if ckpt is not None and ckpt.last_saved is not None else "")
-        distributed.exit_lost_peer(f"{e}{newest}")
+        experiment.exit_on_lost_peer(e, train_kwargs.get("checkpointer"))
     if main:
         with open(os.path.join(run_dir, "summary.json"), "w") as f:
             json.dump({"env_steps": result.env_steps, "updates": result.updates,

@@ -289,15 +289,19 @@ def run(config: ml_collections.ConfigDict, make_agent: AgentBuilder, name: str, 
         _exit_now_if_abandoned(e.result, 130)
         raise SystemExit(130) from None
     except distributed.PeerLost as e:
-        # No normal exit with a dead peer: jax.distributed's atexit shutdown would abort.
-        ckpt = train_kwargs.get("checkpointer")
-        newest = (f" Newest checkpoint: {ckpt.path(ckpt.last_saved)}."
-                  if ckpt is not None and ckpt.last_saved is not None else "")
-        distributed.exit_lost_peer(f"{e}{newest}")
+        exit_on_lost_peer(e, train_kwargs.get("checkpointer"))
     if main:
         _write_summary(run_dir, result, evaluator)
     _exit_now_if_abandoned(result, 0)
     return result
+
+
+def exit_on_lost_peer(error: Exception, checkpointer) -> None:
+    """One message naming the lost process and the newest checkpoint, then exit 1 (either
+    runtime). No normal exit with a dead peer: jax.distributed's atexit shutdown would abort."""
+    newest = (f" Newest checkpoint: {checkpointer.path(checkpointer.last_saved)}."
+              if checkpointer is not None and checkpointer.last_saved is not None else "")
+    distributed.exit_lost_peer(f"{error}{newest}")
 
 
 def _exit_now_if_abandoned(result: TrainResult, status: int) -> None:
