@@ -14,6 +14,10 @@ same statistics. The observation statistics travel to the actors with the parame
   divided by the running std of R (not centred). The per-column accumulators of all learner
   devices are one replicated [batch_envs] vector: each device reads and rewrites its own slice
   (all_gather), so the runtime's fixed column layout keeps every env's return going.
+
+`preprocess` applies both to a rollout before an agent's loss sees it: observations with the
+statistics the actors used (the ones shipped with the current parameters), rewards with the
+return statistics after this rollout's update.
 """
 from __future__ import annotations
 
@@ -21,6 +25,8 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+
+from sebulba.agent import Rollout
 
 _EPS = 1e-8
 
@@ -126,3 +132,22 @@ def scale_rewards(state: NormState, r_t: jax.Array, done_t: jax.Array, valid_t: 
     acc = jax.lax.all_gather(acc, axis_name, tiled=True)
     scaled = r_t / jnp.sqrt(ret.var + _EPS)
     return state._replace(ret=ret, ret_acc=acc), scaled
+
+
+def preprocess(norm: NormState, rollout: Rollout, cfg, axis_name: str
+               ) -> tuple[NormState, Rollout, dict[str, jax.Array]]:
+    """Normalised observations / scaled rewards for the loss, and the updated statistics
+    (`cfg`: an agent config with obs_norm, obs_clip, reward_scaling and discount)."""
+    metrics: dict[str, jax.Array] = {}
+    obs, reward = rollout.obs, rollout.reward
+    if cfg.obs_norm:
+        # The actors acted on obs normalised with the current statistics: use those, then
+        # fold this rollout in for the next one.
+        obs = normalize_obs(norm.obs, rollout.obs, cfg.obs_clip)
+        norm = norm._replace(obs=update_obs_stats(norm.obs, rollout.obs, axis_name))
+    if cfg.reward_scaling:
+        done = jnp.logical_or(rollout.terminated, rollout.truncated)
+        norm, reward = scale_rewards(norm, rollout.reward, done, rollout.valid, cfg.discount,
+                                     axis_name)
+        metrics["norm/return_std"] = jnp.sqrt(norm.ret.var)
+    return norm, rollout._replace(obs=obs, reward=reward), metrics

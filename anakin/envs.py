@@ -21,12 +21,13 @@ Names: "gymnax:<id>" (or a bare gymnax id such as "CartPole-v1") and whatever
 """
 from __future__ import annotations
 
-import threading
 from typing import Any, Callable, NamedTuple, Protocol
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from sebulba.registry import Registry
 
 PyTree = Any
 
@@ -166,23 +167,27 @@ class GymnaxEnv:
         return state, obs, reward, terminated, truncated
 
 
-_ENVS: dict[str, Callable[[dict], RawEnv]] = {}
-_LOCK = threading.Lock()
 GYMNAX_PREFIX = "gymnax:"
+def _check_factory(name: str, factory: Any) -> None:
+    if not callable(factory):
+        raise TypeError(f"factory for {name!r} must be callable (options) -> RawEnv; got "
+                        f"{factory!r}.")
 
 
-def register_env(name: str, factory: Callable[[dict], RawEnv]) -> None:
-    """Makes `name` a JAX-native env for the Anakin runtime: factory(options) -> RawEnv."""
-    if not isinstance(name, str) or not name:
-        raise ValueError(f"env name must be a non-empty string, got {name!r}.")
-    with _LOCK:
-        _ENVS[name] = factory
+ENVS: Registry[Callable[[dict], RawEnv]] = Registry(
+    "JAX-native env", how="anakin.envs.register_env", check=_check_factory)
+
+
+def register_env(name: str, factory: Callable[[dict], RawEnv], *,
+                 overwrite: bool = False) -> None:
+    """Makes `name` a JAX-native env for the Anakin runtime: factory(options) -> RawEnv.
+    Re-registering a name needs overwrite=True (sebulba.registry.Registry's rules)."""
+    ENVS.register(name, factory, overwrite=overwrite)
 
 
 def make_env(name: str, options: dict | None = None) -> AutoReset:
     """The env called `name` with EnvPool's episode semantics (`AutoReset`)."""
-    with _LOCK:
-        factory = _ENVS.get(name)
+    factory = ENVS.find(name)
     if factory is not None:
         return AutoReset(factory(dict(options or {})))
     env_id = name[len(GYMNAX_PREFIX):] if name.startswith(GYMNAX_PREFIX) else name
@@ -194,5 +199,5 @@ def make_env(name: str, options: dict | None = None) -> AutoReset:
         raise ValueError(f"{name!r} is not a JAX-native env for the Anakin runtime; "
                          f"allowed: gymnax:<id> with <id> one of "
                          f"{', '.join(gymnax.registered_envs)}, or a name registered with "
-                         f"anakin.envs.register_env ({sorted(_ENVS) or 'none'}).")
+                         f"anakin.envs.register_env ({', '.join(ENVS.names()) or 'none'}).")
     return AutoReset(GymnaxEnv(env_id, options))

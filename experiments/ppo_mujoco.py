@@ -8,14 +8,11 @@ The agent is the same as experiments/ppo_atari.py's; only the defaults differ (s
 experiments/configs/ppo_mujoco.py for their sources, docs/mujoco.md for results).
 """
 import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from experiments.ppo_atari import run  # noqa: E402
-from sebulba import experiment  # noqa: E402
+from experiments import wiring
+from experiments.ppo_atari import run
 
 __all__ = ["run"]
 
 if __name__ == "__main__":
-    experiment.cli(run, os.path.join(os.path.dirname(__file__), "configs", "ppo_mujoco.py"))
+    wiring.cli(run, os.path.join(os.path.dirname(__file__), "configs", "ppo_mujoco.py"))

@@ -3,7 +3,7 @@
 `ActorCritic` is feed-forward: `apply(params, obs [B, ...]) -> (policy, value [B])`.
 `RecurrentActorCritic` puts a core (networks/cores.py, an LSTM) between torso and heads and is
 time-major: `apply(params, obs [T, B, ...], state, reset [T, B]) -> ((policy, value [T, B]),
-state)`. `is_recurrent(network)` tells them apart; agents/policy.py hides the difference from
+state)`. `is_recurrent(network)` tells them apart; agents/acting.py and agents/unroll.py hide the difference from
 the agents (acting, learner unrolls, greedy evaluation).
 """
 

@@ -6,7 +6,7 @@ t is processed. One code path serves both users, so they cannot drift apart:
 - actors step it with T = 1 (the runtime has already reset the carry of envs whose episode
   starts now, see sebulba/agent.reset_core_state, and passes reset = False);
 - learners unroll it over a whole rollout from the state the actor stored for step 0,
-  resetting at episode boundaries inside the unroll (agents/policy.core_resets).
+  resetting at episode boundaries inside the unroll (agents/unroll.core_resets).
 The initial state is all zeros: resetting "to the initial state" and "to zeros" are the same.
 """
 from __future__ import annotations

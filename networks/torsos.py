@@ -14,6 +14,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from sebulba.registry import Registry
+
 
 def preprocess_frames(x: jax.Array, channels_first: bool) -> jax.Array:
     """Cast frames to float32 in [0, 1] and lay them out as NHWC.
@@ -103,48 +105,33 @@ class MLP(nn.Module):
         return x
 
 
-TORSOS: dict[str, type[nn.Module]] = {
-    "nature_cnn": NatureCNN,
-    "impala_resnet": ImpalaResNet,
-    "mlp": MLP,
-}
-_BUILTIN = frozenset(TORSOS)
+def _check_torso(name: str, cls: Any) -> None:
+    if not callable(cls):
+        raise TypeError(f"torso {name!r} must be a flax module class (or a callable returning "
+                        f"a module), got {cls!r}.")
+
+
+# Reads like a mapping (`name in TORSOS`, `TORSOS[name]`, `sorted(TORSOS)`); the built-ins
+# cannot be replaced, so a user module cannot silently change what "mlp" means in a config.
+TORSOS: Registry[Callable[..., nn.Module]] = Registry(
+    "torso", builtins={"nature_cnn": NatureCNN, "impala_resnet": ImpalaResNet, "mlp": MLP},
+    how="networks.register_torso; load the module that registers yours with --import",
+    check=_check_torso)
 
 
 def register_torso(name: str, cls: Callable[..., nn.Module], *, overwrite: bool = False
                    ) -> None:
     """Makes `cls` buildable as `--config.network.torso=name` (kwargs from the config's
     `network.torso_kwargs`). `cls(**kwargs)` must return a flax module mapping observations
-    [B, ...] (or a dict/tuple of them) to [B, H]. Built-in names cannot be replaced."""
-    if not isinstance(name, str) or not name:
-        raise ValueError(f"torso name must be a non-empty string, got {name!r}.")
-    if not callable(cls):
-        raise TypeError(f"torso {name!r} must be a flax module class (or a callable returning "
-                        f"a module), got {cls!r}.")
-    old = TORSOS.get(name)
-    # The same class again (a module imported twice, importlib.reload) is not a clash.
-    same = old is cls or (old is not None and _qualified(old) == _qualified(cls))
-    if old is not None and not same and (name in _BUILTIN or not overwrite):
-        raise ValueError(f"torso {name!r} is already registered ({TORSOS[name]!r})"
-                         + ("." if name in _BUILTIN else "; pass overwrite=True to replace it."))
-    TORSOS[name] = cls
-
-
-def _qualified(obj: Any) -> tuple[str, str] | object:
-    """Module and name of a top-level function or class; a unique token for anything else
-    (lambdas and local definitions share names, so they never count as the same)."""
-    name = getattr(obj, "__qualname__", "<")
-    return (obj.__module__, name) if "<" not in name else object()
+    [B, ...] (or a dict/tuple of them) to [B, H]. Registering the same class again (a module
+    imported twice) is no clash; another under a taken name needs overwrite=True, and
+    built-in names cannot be replaced."""
+    TORSOS.register(name, cls, overwrite=overwrite)
 
 
 def make_torso(name: str, **kwargs: Any) -> nn.Module:
     """Build a torso by name; kwargs go to the module's constructor."""
-    try:
-        cls = TORSOS[name]
-    except KeyError:
-        raise ValueError(
-            f"unknown torso {name!r}; expected one of {sorted(TORSOS)}"
-        ) from None
+    cls = TORSOS.get(name)  # unknown: a ValueError listing the torsos and close matches
     try:
         return cls(**kwargs)
     except TypeError as e:  # e.g. a misspelt network.torso_kwargs field

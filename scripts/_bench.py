@@ -1,8 +1,15 @@
 """The four throughput measurements of scripts/benchmark.py, for IMPALA and PPO.
 
-Each `bench_<measure>(opts, config, algo)` returns (steps per second, detail text). `config` is
-the experiment ConfigDict (see `make_config`); `opts` carries seconds, warmup_steps,
-skip_updates and seed. Measurement definitions are in scripts/benchmark.py's docstring.
+Each `bench_<measure>(opts, config)` returns (steps per second, detail text). `config` is the
+experiment ConfigDict of one algorithm and layout (see `make_config`; its `agent_name` names the
+agent); `opts` carries seconds, warmup_steps, skip_updates and seed. Measurement definitions
+are in scripts/benchmark.py's docstring.
+
+Nothing here re-implements the runtime: the config is read and the network and agent built by
+experiments.wiring (as every run is), pools and actor threads get the runtime's own seeds
+(`sebulba.runner.actor_seed`), env_infer runs `sebulba.actor.ActorThread`, the learner batch
+has the shapes of the runtime's policy step (`sebulba.actor.policy_fn`), and end_to_end is
+`experiments.wiring.run`.
 """
 from __future__ import annotations
 
@@ -46,8 +53,8 @@ def make_config(env: str, algo: str, torso: str, num_envs: int, actor_threads: i
     if num_envs > 0:  # 0: the config's envs per thread
         config.num_envs = num_envs  # a total until the threads are known
     # The runtime's own layout rule (sebulba/layout.py) for 0 = auto threads / EnvPool threads.
-    from sebulba import experiment
-    experiment.resolve_layout(config)
+    from experiments import wiring
+    wiring.resolve_layout(config)
     if num_envs > 0:
         threads = len(actor_ids) * config.num_actor_threads
         if num_envs % threads:
@@ -97,14 +104,17 @@ def set_field(config, assignment: str) -> None:
         raise ValueError(f"--set {assignment!r}: {e}") from None
 
 
-def _network(config, action_space):
-    from sebulba import experiment
-    return experiment.make_network(config, action_space)
+def read(config):
+    """The config's checked sections (experiments/wiring), as a run reads them; a ConfigError
+    (a ValueError) names a field this layout cannot take."""
+    from experiments import wiring
+    return wiring.read(config, devices=False, env_id=False)
 
 
-def make_agent(config, algo: str, action_space, num_updates: int = 1):
-    """The agent `experiments/<algo>_atari.py` would train with this config."""
-    return _builder(config, algo)(_network(config, action_space), config.agent, num_updates)
+def make_agent(sections, action_space, num_updates: int = 1):
+    """The agent a run of this config trains (the config's agent_name), built by the wiring."""
+    from experiments import wiring
+    return wiring.build_from_config(sections, action_space, num_updates=num_updates)[2]
 
 
 def run_threads(n: int, body, seconds: float) -> float:
@@ -150,11 +160,14 @@ def run_on_pools(pools: list, body, seconds: float) -> float:
             env.close()
 
 
-def _pools(opts, config):
-    from sebulba import envs, experiment
-    ec, rc = experiment.env_config(config), experiment.runtime_config(config)
+def _pools(opts, sections):
+    """One env pool per actor thread, seeded as the runtime seeds that thread's pool."""
+    from sebulba import envs
+    from sebulba.runner import actor_seed
+    rc = sections.runtime
     n = len(rc.actor_device_ids) * rc.num_actor_threads
-    return [envs.make_env(ec, rc.num_envs, opts.seed + 100_003 * (i + 1)) for i in range(n)]
+    return [envs.make_env(sections.env, rc.num_envs, actor_seed(opts.seed, i))
+            for i in range(n)]
 
 
 def timed_steps(step, warmup: int, barrier, box) -> int:
@@ -178,9 +191,9 @@ def random_actions(space, num_envs: int, n: int, seed: int) -> list:
     return [batched.sample() for _ in range(n)]
 
 
-def bench_env_only(opts, config, algo: str) -> tuple[float, str]:
-    del algo  # random actions: no agent
-    pools = _pools(opts, config)
+def bench_env_only(opts, config) -> tuple[float, str]:
+    """Random actions: no agent."""
+    pools = _pools(opts, read(config))
 
     def body(i, barrier, box):
         env = pools[i]
@@ -201,7 +214,10 @@ def actor_class(opts):
     if getattr(opts, "actor_impl", "current") == "current":
         from sebulba.actor import ActorThread
         return ActorThread
-    from scripts._actor_before import ActorThread as Before
+    if __package__:  # imported as scripts._bench (the tests)
+        from ._actor_before import ActorThread as Before
+    else:  # run from `python scripts/benchmark.py`: scripts/ is sys.path[0]
+        from _actor_before import ActorThread as Before
 
     def make(*, make_env_sized=None, overlap=None, num_envs=None, policy=None, **kw):
         del make_env_sized, overlap, num_envs, policy  # the old actor has one pool, no overlap
@@ -209,21 +225,23 @@ def actor_class(opts):
     return make
 
 
-def bench_env_infer(opts, config, algo: str) -> tuple[float, str]:
+def bench_env_infer(opts, config) -> tuple[float, str]:
     """The runtime's own actor threads (sebulba.actor.ActorThread: overlap, rollout assembly,
     shipping) with fixed parameters; a drain thread per actor drops the rollouts."""
     import queue
     import jax
     from jax.sharding import SingleDeviceSharding
-    from sebulba import envs, experiment
+    from sebulba import envs
     from sebulba.pipeline import Lifetime, ParamsSource
-    ec, rc = experiment.env_config(config), experiment.runtime_config(config)
+    from sebulba.runner import actor_seed
+    sections = read(config)
+    ec, rc = sections.env, sections.runtime
     devices = [jax.local_devices()[i] for i in rc.actor_device_ids]
     layout = [d for d in devices for _ in range(rc.num_actor_threads)]
     probe = envs.make_env(ec, 1, opts.seed)
     obs0, space = probe.reset(), probe.action_space
     probe.close()
-    agent = make_agent(config, algo, space)
+    agent = make_agent(sections, space)
     state = agent.init(jax.random.key(opts.seed), obs0)
     lifetime = Lifetime()
     params = ParamsSource(devices, lifetime)
@@ -248,7 +266,7 @@ def bench_env_infer(opts, config, algo: str) -> tuple[float, str]:
         q: queue.Queue = queue.Queue(maxsize=rc.queue_size)
         actors.append(make_actor(
             actor_id=i, device=device, agent=agent,
-            make_env=lambda s: sized(rc.num_envs, s), seed=opts.seed + 100_003 * (i + 1),
+            make_env=lambda s: sized(rc.num_envs, s), seed=actor_seed(opts.seed, i),
             unroll_length=rc.unroll_length, params=params, out_queue=q,
             learner_sharding=SingleDeviceSharding(device), lifetime=lifetime,
             make_env_sized=sized, overlap=rc.actor_overlap, num_envs=rc.num_envs))
@@ -280,14 +298,16 @@ def bench_env_infer(opts, config, algo: str) -> tuple[float, str]:
 
 def _random_rollout(agent, params, obs0, T: int, b: int, action_space, rng):
     """One actor thread's rollout: real observations, random actions/rewards, and extras of
-    the shapes the agent's actor_step returns (IMPALA: logits; PPO: logits and value)."""
+    the shapes the runtime's policy step returns (IMPALA: logits; PPO: logits and value)."""
     import jax
+    from sebulba.actor import policy_fn
     from sebulba.agent import Rollout
     obs_b = jax.tree.map(lambda x: np.broadcast_to(x[:1], (b,) + x.shape[1:]), obs0)
     actions = random_actions(action_space, b, T, seed=int(rng.integers(2**31)))
     core = agent.initial_core_state(b) if agent.recurrent else None
-    _, extras = jax.eval_shape(agent.actor_step, params, obs_b, jax.random.key(0),
-                               *(() if core is None else (core,)))[:2]
+    reset = None if core is None else np.ones(b, bool)  # every env starts an episode
+    _, extras, *_ = jax.eval_shape(policy_fn(agent), params, obs_b, jax.random.key(0), core,
+                                   reset)
     extras = jax.tree.map(lambda s: (rng.standard_normal((T,) + s.shape).astype(s.dtype)
                                      if np.issubdtype(s.dtype, np.floating)
                                      else np.zeros((T,) + s.shape, s.dtype)), extras)
@@ -300,16 +320,17 @@ def _random_rollout(agent, params, obs0, T: int, b: int, action_space, rng):
         core_state=None if core is None else jax.tree.map(lambda x: np.asarray(x)[None], core))
 
 
-def bench_learner(opts, config, algo: str) -> tuple[float, str]:
+def bench_learner(opts, config) -> tuple[float, str]:
     import jax
-    from sebulba import envs, experiment
+    from sebulba import envs
     from sebulba.learner import make_learn_fn, place_learner_state
     from sebulba.topology import make_topology
-    ec, rc = experiment.env_config(config), experiment.runtime_config(config)
-    probe = envs.make_env(ec, rc.num_envs, opts.seed)
+    sections = read(config)
+    rc = sections.runtime
+    probe = envs.make_env(sections.env, rc.num_envs, opts.seed)
     obs0, action_space = probe.reset(), probe.action_space
     probe.close()
-    agent = make_agent(config, algo, action_space, num_updates=1000)
+    agent = make_agent(sections, action_space, num_updates=1000)
     topo = make_topology(rc.actor_device_ids, rc.learner_device_ids, rc.num_envs)
     init = agent.init(jax.random.key(opts.seed), jax.tree.map(lambda x: x[:1], obs0))
     T, b, n_threads = rc.unroll_length, rc.num_envs, rc.batch_envs // rc.num_envs
@@ -337,11 +358,12 @@ def bench_learner(opts, config, algo: str) -> tuple[float, str]:
             f"compile {compile_s:.0f}s) on {devs}")
 
 
-def bench_end_to_end(opts, config, algo: str) -> tuple[float, str]:
-    """The real runtime, as experiments/<algo>_atari.py's run() does, stopped after a while."""
-    from sebulba import experiment
+def bench_end_to_end(opts, config) -> tuple[float, str]:
+    """The real runtime (experiments.wiring.run, as every experiment entry point runs it),
+    stopped after a while."""
+    from experiments import wiring
     from sebulba.pipeline import Stopped
-    rc = experiment.runtime_config(config)
+    rc = read(config).runtime
     k = max(1, opts.skip_updates)
     run_dir = tempfile.mkdtemp(prefix="sebulba-bench-")
     config.run_dir = run_dir
@@ -362,8 +384,7 @@ def bench_end_to_end(opts, config, algo: str) -> tuple[float, str]:
     real_actor = runner.ActorThread
     runner.ActorThread = actor_class(opts)  # --actor_impl before: the pre-overlap actor
     try:
-        result = experiment.run(config, _builder(config, algo),
-                                name=algo.removesuffix("_sync"), on_update=on_update)
+        result = wiring.run(config, on_update=on_update)
         with open(os.path.join(run_dir, "metrics.jsonl")) as f:
             lines = [json.loads(line) for line in f if line.strip()]
     finally:
@@ -377,23 +398,6 @@ def bench_end_to_end(opts, config, algo: str) -> tuple[float, str]:
     return sps, (f"updates {k + 1}..{len(lines)} of {rc.steps_per_update} steps "
                  f"(sps incl. compile: {result.last_metrics.get('sps', 0):.0f}, "
                  f"lag {result.last_metrics.get('policy_lag/mean', 0):.1f})")
-
-
-def _builder(config, algo: str):
-    """experiment.run's make_agent(network, agent_config, num_updates) for `algo`, built as
-    experiments/<algo>_atari.py's run() builds it."""
-    from sebulba import experiment
-    batch_envs = experiment.runtime_config(config).batch_envs  # for agent.reward_scaling
-    if algo == "impala":
-        from experiments import impala_atari
-        return lambda network, agent_config, num_updates: impala_atari.make_agent(
-            network, agent_config, num_updates, batch_envs=batch_envs)
-    import agents.ppo as ppo
-    from experiments import ppo_atari
-    ppo_atari.check_minibatches(config)
-    cfg = ppo_atari.agent_config(config)  # as ppo_atari.run: "auto" correction resolved
-    return lambda network, _, num_updates: ppo.make_agent(network, cfg, num_updates,
-                                                          batch_envs=batch_envs)
 
 
 BENCHES = {"env_only": bench_env_only, "env_infer": bench_env_infer,

@@ -1,6 +1,6 @@
 """Reading finished and running run directories, for scripts/sweep.py and scripts/plot.py.
 
-A run directory (sebulba/experiment.py) holds config.json, metrics.jsonl, TensorBoard event
+A run directory (experiments/wiring/run.py) holds config.json, metrics.jsonl, TensorBoard event
 files and, once training ended, summary.json. A sweep adds sweep_run.json (its setting and seed)
 and train.log. Nothing here imports JAX, so the table and the plots are quick to make.
 """

@@ -17,10 +17,7 @@ from __future__ import annotations
 import argparse
 import ast
 import os
-import sys
 import time
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def measure(num_devices: int, *, env: str = "gymnax:CartPole-v1", num_envs: int = 64,
@@ -30,13 +27,12 @@ def measure(num_devices: int, *, env: str = "gymnax:CartPole-v1", num_envs: int 
     """Steps/s of Anakin PPO on `num_devices` local devices with `num_envs` envs in all.
     `act_only`: the rollouts alone (policy + env steps, fixed parameters, no learning), the
     counterpart of scripts/benchmark.py's env_infer."""
-    sys.path.insert(0, ROOT)
     import jax
 
-    from anakin import envs as anakin_envs
     from anakin import runtime
-    from experiments import anakin_experiment, train
+    from experiments import wiring
     from experiments.configs import ppo_gymnax
+    from experiments.wiring import anakin as anakin_wiring
 
     config = ppo_gymnax.get_config()
     config.env.name, config.num_envs, config.unroll_length = env, num_envs, unroll_length
@@ -48,13 +44,10 @@ def measure(num_devices: int, *, env: str = "gymnax:CartPole-v1", num_envs: int 
         for p in path:
             target = target[p]
         target[leaf] = value
-    config = anakin_experiment.for_anakin(config)
-    spec = train.agent_spec(config)
-    ac = anakin_experiment.validate(config, agent_config=spec.config_cls, checks=spec.checks)
-    e = anakin_envs.make_env(config.env.name)
-    from sebulba import experiment
-    network = experiment.make_network(config, e.action_space)
-    agent = spec.build(network, config, 10**6)
+    # Read, checked and built as an Anakin run is (experiments/wiring/anakin.py).
+    sections, ac = anakin_wiring.read_anakin(anakin_wiring.for_anakin(config), env=False)
+    e = anakin_wiring.make_env(sections)
+    _, _, agent = wiring.build_from_config(sections, e.action_space, num_updates=10**6)
     mesh = runtime.make_mesh(ac.device_ids)
     example = jax.tree.map(lambda x: x[None], e.reset(jax.random.key(0)).obs)
     state = runtime.place_replicated(agent.init(jax.random.key(seed), example), mesh)

@@ -14,9 +14,9 @@ so the rows can be compared directly (code: scripts/_bench.py):
               also measures the pre-overlap actor (scripts/_actor_before.py) in the same run.
   learner     One compiled learn step (the runtime's make_learn_fn over the learner mesh) on a
               batch of T x num_envs, after compilation: steps/s = T * num_envs / step time.
-  end_to_end  The real runtime (`sebulba.experiment.run` with the agent builder of
-              experiments/impala_atari.py or experiments/ppo_atari.py; config from
-              experiments/configs/<algo>_atari.py for Atari ids, <algo>_classic.py otherwise) in
+  end_to_end  The real runtime (`experiments.wiring.run`, as every experiment entry point
+              runs it; config from experiments/configs/<algo>_atari.py for Atari ids,
+              <algo>_classic.py otherwise, whose `agent_name` picks the agent) in
               a temporary run dir. SPS from metrics.jsonl after the first `--skip_updates`
               updates (compilation excluded): (steps_last - steps_k) / (time_last - time_k).
 
@@ -58,9 +58,10 @@ import sys
 import time
 import warnings
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from scripts import _bench  # noqa: E402
+if __package__:  # imported as scripts.benchmark (the tests)
+    from . import _bench
+else:  # run as `python scripts/benchmark.py`: scripts/ is sys.path[0]
+    import _bench
 
 MEASURES = tuple(_bench.BENCHES)
 # EnvPool's classic-control spaces trigger a harmless float64->float32 warning from gymnasium.
@@ -180,8 +181,7 @@ class Recorder:
 
     def measure(self, measure: str, algo: str, config) -> dict:
         t0 = time.perf_counter()
-        sps, detail = _bench.BENCHES[measure](self.args, config.copy_and_resolve_references(),
-                                              algo)
+        sps, detail = _bench.BENCHES[measure](self.args, config.copy_and_resolve_references())
         load1 = os.getloadavg()[0]
         if measure == "end_to_end":
             detail = f"{self.args.actor_impl} actor, overlap {self.args.actor_overlap}; {detail}"
@@ -321,7 +321,7 @@ def main(argv=None):
                                    f"{args.fake_devices}").strip()
         os.environ.setdefault("JAX_PLATFORMS", "cpu")
     import jax
-    from scripts.evaluate import import_modules
+    from sebulba.user_modules import import_modules
     import_modules(args.imports)  # user modules that register envs/torsos (--import)
     backend = jax.default_backend()
     print(f"benchmark: {args.env}, backend {backend} ({jax.local_device_count()} devices), "

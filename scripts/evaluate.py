@@ -3,12 +3,13 @@
     python scripts/evaluate.py runs/impala-Breakout-v5-s0-20250101-120000 --episodes 100
     python scripts/evaluate.py runs/.../checkpoints/4880 --policy sample --noop_max 1
 
-The agent is rebuilt from the config saved in the checkpoint (`sebulba.experiment.make_network`
-and the registered agent, as experiments/train.py builds it), the whole learner state is restored
-into it, and the policy acts as the actors would, with the agent's `actor_params` (parameters and,
-when the run normalised observations, the observation statistics): greedy (the mode of the
-action distribution: argmax for discrete parts, the mean - squashed or clipped to the bounds -
-for continuous ones; default) or sampled by the agent's own `actor_step`. Runs on environments,
+The agent is rebuilt from the config saved in the checkpoint, the way every run builds it
+(`experiments.wiring.build_from_config`: the config's `agent_name`, or the checkpoint's
+experiment for configs saved before it existed); the whole learner state is restored into it,
+and the policy acts as the actors would, with the agent's `actor_params` (parameters and, when
+the run normalised observations, the observation statistics): greedy (the mode of the action
+distribution: argmax for discrete parts, the mean - squashed or clipped to the bounds - for
+continuous ones; default) or sampled by the agent's own `actor_step`. Runs on environments,
 torsos or agents that a user module registers need `--import <module or file.py>`. Games are
 whole (sebulba/evaluation.py, shared with in-training evaluation): no episodic life, no reward
 clipping (the runtime never clips; agents clip in their loss), and the training config's sticky
@@ -22,41 +23,62 @@ import argparse
 import dataclasses
 import json
 import os
-import sys
+import tempfile
 import time
 from typing import Any, Callable, Sequence
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
+import jax
+import numpy as np
 
-import jax  # noqa: E402
-import numpy as np  # noqa: E402
+import agents
+from agents import evaluation as players  # the evaluation players (greedy, sampling)
+from experiments import wiring
+from sebulba import checkpoint, envs
+# The game loop and its settings are shared with in-training evaluation.
+from sebulba.evaluation import EVAL_SEED, eval_env_config, play, summarize
+from sebulba.user_modules import HELP as _IMPORT_HELP, import_modules
+from sebulba.validation import ConfigError
 
-from agents import policy as policy_lib  # noqa: E402
-from sebulba import checkpoint, envs, experiment  # noqa: E402
-# The game loop and its settings are shared with in-training evaluation (re-exported here).
-from sebulba.evaluation import EVAL_SEED, eval_env_config, play, summarize  # noqa: E402,F401
-# --import: one implementation for every entry point (re-exported for benchmark.py and tests).
-from sebulba.user_modules import HELP as _IMPORT_HELP, import_modules  # noqa: E402,F401
 
 @dataclasses.dataclass
 class Policy:
     """A checkpoint's policy: `new_actor(num_envs)` gives a fresh stateful player for a batch
-    of envs (agents.policy.EvalActor: `act(obs, key)`, then `observe(terminated, truncated)`
-    after each step, which recurrent agents need for their core state)."""
+    of envs (agents.evaluation.EvalActor: `act(obs, key)`, then `observe(terminated,
+    truncated)` after each step, which recurrent agents need for their core state)."""
 
     checkpoint: str
     meta: dict
-    config: Any  # the run's ml_collections ConfigDict
-    new_actor: Callable[[int], policy_lib.EvalActor]
+    config: Any  # the run's ml_collections ConfigDict, as saved
+    sections: wiring.Sections  # the same, read and checked
+    new_actor: Callable[[int], players.EvalActor]
 
 
-def load_agent_state(ckpt: str, config, obs, action_space):
-    """(network, agent, learner state): the run's agent rebuilt from its config, with the
-    checkpoint's state restored into it (a ValueError names what does not fit)."""
-    from experiments import train  # registers IMPALA and PPO; user agents via --import
-    network = experiment.make_network(config, action_space)
-    agent = train.agent_spec(config).build(network, config, 1)
+def read_sections(config, meta: dict) -> wiring.Sections:
+    """The run's config (a ConfigDict from the checkpoint) as checked sections.
+
+    Configs saved before `agent_name` existed name their agent by the checkpoint's experiment
+    (impala or ppo for the built-in entry points). The saved `resume` and `run_dir` are the
+    training run's (its checkpoint may have been rotated away since, its dir be on another
+    machine) and evaluation writes no run, so they are not checked here.
+    """
+    config = config.copy_and_resolve_references()
+    config.resume = ""
+    config.run_dir = tempfile.gettempdir()
+    agent = None
+    if not config.get("agent_name"):
+        agent = meta.get("experiment") or ""
+        if agent not in agents.registered_agents():
+            raise ConfigError(
+                f"the checkpoint's config names no agent_name and its experiment {agent!r} is "
+                f"not a registered agent (registered: {list(agents.registered_agents())}); "
+                f"--import the module that registers the run's agent.")
+    return wiring.read(config, agent=agent, devices=False, env_id=False)
+
+
+def load_agent_state(ckpt: str, sections: wiring.Sections, obs, action_space):
+    """(network, agent, learner state): the run's agent rebuilt from its config by the wiring,
+    with the checkpoint's state restored into it (a ValueError names what does not fit)."""
+    _, network, agent = wiring.build_from_config(sections, action_space)
     template = jax.eval_shape(agent.init, jax.random.key(0), obs)
     state = checkpoint.restore(ckpt, template).learner_state
     return network, agent, state
@@ -65,25 +87,26 @@ def load_agent_state(ckpt: str, config, obs, action_space):
 def load_policy(path: str, greedy: bool = True, imports: Sequence[str] = ()) -> Policy:
     """Rebuilds the run's agent from the checkpoint's config and restores its learner state.
 
-    Greedy play needs the agent's actor_params to be `agents.policy.ActorParams` (IMPALA,
+    Greedy play needs the agent's actor_params to be `agents.acting.ActorParams` (IMPALA,
     PPO); sampling runs the agent's own actor_step. Raises ValueError naming the differences
     if the state does not fit that agent.
     """
-    import_modules(imports)
+    import_modules(imports)  # user envs, torsos, agents (registered on import)
     ckpt = checkpoint.resolve(path)
     meta = checkpoint.load_metadata(ckpt)
     config = checkpoint.config_from_metadata(meta)
-    probe = envs.make_env(eval_env_config(config), 1, EVAL_SEED)
+    sections = read_sections(config, meta)
+    probe = envs.make_env(eval_env_config(sections.env), 1, EVAL_SEED)
     obs = probe.reset()
     action_space = probe.action_space
     probe.close()
-    network, agent, state = load_agent_state(ckpt, config, obs, action_space)
+    network, agent, state = load_agent_state(ckpt, sections, obs, action_space)
     ap = jax.device_put(agent.actor_params(state))
     kind = "greedy" if greedy else "sample"
-    policy_lib.check_eval_policy(kind, ap)
-    obs_clip = float(config.agent.get("obs_clip", 10.0))
-    return Policy(ckpt, meta, config,
-                  lambda n: policy_lib.eval_actor(kind, network, agent, ap, n, obs_clip))
+    players.check_eval_policy(kind, ap)
+    obs_clip = float(getattr(sections.agent, "obs_clip", 10.0))
+    return Policy(ckpt, meta, config, sections,
+                  lambda n: players.eval_actor(kind, network, agent, ap, n, obs_clip))
 
 
 def default_output(ckpt: str, meta: dict, name: str, ext: str) -> str:
@@ -124,7 +147,7 @@ def main(argv=None) -> dict:
     args = parse_args(argv)
     start = time.time()
     policy = load_policy(args.path, greedy=args.policy == "greedy", imports=args.imports)
-    env_cfg = eval_env_config(policy.config, args.noop_max, args.max_episode_steps)
+    env_cfg = eval_env_config(policy.sections.env, args.noop_max, args.max_episode_steps)
     returns, lengths = play(policy.new_actor, lambda n, seed: envs.make_env(env_cfg, n, seed),
                             args.episodes, args.num_envs, args.seed)
     meta = policy.meta

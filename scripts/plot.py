@@ -40,11 +40,12 @@ import json
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-from scripts import _runs  # noqa: E402
+if __package__:  # imported as scripts.plot (the tests)
+    from . import _runs
+else:  # run as `python scripts/plot.py`: scripts/ is sys.path[0]
+    import _runs
 
 AXES = {"step": "env steps", "time": "wall clock (minutes)"}
 AGGREGATES = ("mean", "iqm")  # mean: mean over seeds, min-max shaded; iqm: IQM, 95% CI shaded

@@ -22,14 +22,16 @@ import subprocess
 import sys
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
+import jax
+import numpy as np
 
-import jax  # noqa: E402
-import numpy as np  # noqa: E402
+from sebulba import envs
+from sebulba.evaluation import EVAL_SEED, eval_env_config
 
-from scripts import evaluate  # noqa: E402
-from sebulba import envs  # noqa: E402
+if __package__:  # imported as scripts.render (the tests)
+    from . import evaluate
+else:  # run as `python scripts/render.py`: scripts/ is sys.path[0]
+    import evaluate
 
 _PROBE = ("import envpool, sys; e = envpool.make(sys.argv[1], env_type='gymnasium', "
           "num_envs=1, render_mode='rgb_array'); e.reset(); e.render()")
@@ -144,7 +146,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--scale", type=int, default=4, help="upscaling of observation frames")
     p.add_argument("--fps", type=float, default=30.0, help="frames per second (default 30)")
     p.add_argument("--noop_max", type=int, default=None, help="default: the run's")
-    p.add_argument("--seed", type=int, default=evaluate.EVAL_SEED)
+    p.add_argument("--seed", type=int, default=EVAL_SEED)
     evaluate.add_import_flag(p)
     args = p.parse_args(argv)
     for name in ("episodes", "max_frames", "scale"):
@@ -160,7 +162,7 @@ def main(argv=None) -> str:
     args = parse_args(argv)
     policy = evaluate.load_policy(args.path, greedy=args.policy == "greedy",
                                   imports=args.imports)
-    env_cfg = evaluate.eval_env_config(policy.config, args.noop_max)
+    env_cfg = eval_env_config(policy.sections.env, args.noop_max)
     if args.frames == "render":
         check_can_render(env_cfg.name)
     frames, returns = record(policy, env_cfg, args.episodes, args.max_frames, args.seed,

@@ -35,9 +35,10 @@ import threading
 import time
 from dataclasses import dataclass
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from scripts import _runs  # noqa: E402
+if __package__:  # imported as scripts.sweep (the tests)
+    from . import _runs
+else:  # run as `python scripts/sweep.py`: scripts/ is sys.path[0]
+    import _runs
 
 
 class SweepError(ValueError):

@@ -32,7 +32,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from sebulba.envs import TimeStep, to_float32
+from sebulba.timestep import TimeStep, to_float32
 
 _API = ("num_envs", "observation_space", "action_space", "reset", "step", "close")
 

@@ -30,7 +30,7 @@ class Rollout(NamedTuple):
     step 0, after any reset, with a leading axis of 1 on every leaf ([1, B, ...]) so that the
     env axis is axis 1 as in every other field (the runtime splits axis 1 over learners). The
     learner re-runs the core from it; episodes start inside the unroll at the steps t >= 1
-    with valid[t-1] False (see `core_resets` in agents/policy.py).
+    with valid[t-1] False (see `core_resets` in agents/unroll.py).
     """
 
     obs: PyTree          # [T+1, B, ...] (last entry is the bootstrap observation)

@@ -1,4 +1,4 @@
-"""The command line of every experiment entry point (`sebulba.experiment.cli`): flags, user
+"""The command line of every experiment entry point (`experiments.wiring.cli`): flags, user
 errors, start-up hints.
 
 Flags: `--config=file.py[:variant]` with `--config.x=y` overrides (ml_collections, locked, so a

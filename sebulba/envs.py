@@ -23,19 +23,13 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import functools
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
-from sebulba import registry
-
-
-class TimeStep(NamedTuple):
-    obs: np.ndarray          # [B, ...] observation after the step
-    reward: np.ndarray       # [B] float32 raw reward
-    terminated: np.ndarray   # [B] bool, episode ended in a terminal state (no bootstrap)
-    truncated: np.ndarray    # [B] bool, episode cut by a time limit (bootstrap)
-    episode_over: np.ndarray  # [B] bool, the real game ended (for return statistics)
+from sebulba import adapters, registry
+# Re-exported: the step record and the float32 cast are part of this module's env API.
+from sebulba.timestep import TimeStep, to_float32  # noqa: F401
 
 
 @dataclasses.dataclass(frozen=True)
@@ -170,25 +164,12 @@ class EnvPoolEnv:
         self._env.close()
 
 
-def to_float32(obs: Any) -> Any:
-    """EnvPool's MuJoCo tasks return float64 observations; JAX computes in float32 (x64 off),
-    so cast once on the host rather than have every device_put convert (and warn). Dict and
-    tuple observations (MiniGrid, dm_control, user envs) are cast leaf by leaf."""
-    if isinstance(obs, dict):
-        return {k: to_float32(v) for k, v in obs.items()}
-    if isinstance(obs, (tuple, list)):
-        return type(obs)(to_float32(v) for v in obs)
-    obs = np.asarray(obs)
-    return obs.astype(np.float32) if obs.dtype == np.float64 else obs
-
-
 def make_env(cfg: EnvConfig, num_envs: int, seed: int,
              render_mode: str | None = None) -> Any:
     """Creates `num_envs` environments seeded from `seed` (each env gets seed + index): a
     registered env, a "gymnasium:<id>", or an EnvPool id (module docstring)."""
     if num_envs <= 0:
         raise ValueError(f"num_envs must be positive, got {num_envs}.")
-    from sebulba import adapters  # imports this module: a top-level import would be circular
     maker = registry.env_maker(cfg.name)
     if maker is not None:
         return adapters.as_runtime_env(maker(num_envs, seed, cfg), num_envs, seed,

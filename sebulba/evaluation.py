@@ -4,10 +4,12 @@ the background of a training run (`config.eval_every_updates`).
 Games are whole (no episodic life), rewards are the env's own (the runtime never clips), with
 the run's sticky actions and time limit (Machado et al. 2018), on env seeds disjoint from
 training. The player is any object with `act(obs, key) -> actions` and `observe(terminated,
-truncated)` (agents.policy.EvalActor: greedy or sampled, recurrent agents carry their core
+truncated)` (agents.evaluation.EvalActor: greedy or sampled, recurrent agents carry their core
 state), built by the caller: this module knows no algorithm.
 """
 from __future__ import annotations
+
+import dataclasses
 
 import threading
 import time
@@ -27,8 +29,10 @@ EnvFactory = Callable[[int, int], Any]  # (num_envs, seed) -> env batch (sebulba
 
 def eval_env_config(config, noop_max: int | None = None,
                     max_episode_steps: int | None = None) -> envs.EnvConfig:
-    """The run's env settings for evaluation: whole games (no episodic life)."""
-    values = config.env.to_dict()
+    """The run's env settings for evaluation: whole games (no episodic life). `config`: the
+    run's EnvConfig, or an experiment ConfigDict (its `env` section)."""
+    values = (dataclasses.asdict(config) if isinstance(config, envs.EnvConfig)
+              else config.env.to_dict())
     values["episodic_life"] = False
     if noop_max is not None:
         values["noop_max"] = noop_max

@@ -28,8 +28,9 @@ def make_learn_fn(agent: Agent, topology: Topology
                   ) -> Callable[[PyTree, tuple[Rollout, ...]], tuple[PyTree, dict]]:
     """Returns jitted `learn(state, rollouts) -> (state, metrics)`; state is donated.
 
-    Every update goes through `keep_finite`: a non-finite update is skipped (the old state is
-    returned) and flagged in `metrics["nonfinite/skipped"]`; the runner counts and stops.
+    Every update goes through `keep_finite`: an update whose new state is non-finite is skipped
+    (the old state is returned) and flagged in `metrics["nonfinite/skipped"]`; the runner counts
+    and stops.
     """
 
     def per_device(state, rollouts):
@@ -56,17 +57,18 @@ def all_finite(tree: PyTree) -> jax.Array:
 
 def keep_finite(old_state: PyTree, new_state: PyTree, metrics: dict, axis_name: str
                 ) -> tuple[PyTree, dict]:
-    """Algorithm-agnostic guard: keeps `old_state` unless the new state and every metric
-    (loss, grad norm, ...) are finite. One NaN gradient would otherwise poison the parameters
-    for good; a skipped update costs one batch.
+    """Algorithm-agnostic guard: keeps `old_state` unless every floating-point leaf of the new
+    learner state (parameters, optimizer state, statistics) is finite. One NaN gradient would
+    otherwise poison the parameters for good; a skipped update costs one batch. The metrics
+    are left out of the decision: a diagnostic that is non-finite on its own (a ratio of two
+    empty sums) says nothing about the state, and is reported as it is, NaN and all.
 
     Selecting inside the compiled step keeps one program for both outcomes. The flag is
     reduced with pmin over the learner axis, so every device takes the same branch even if
     only one saw the NaN (replicas must never diverge). Cost: one pass over the state.
     """
     metrics = jax.tree.map(jnp.asarray, metrics)  # shard_map outputs must be arrays
-    ok = jnp.logical_and(all_finite(metrics), all_finite(new_state))
-    ok = jax.lax.pmin(ok.astype(jnp.int32), axis_name) > 0
+    ok = jax.lax.pmin(all_finite(new_state).astype(jnp.int32), axis_name) > 0
     state = jax.lax.cond(ok, lambda: new_state, lambda: old_state)
     return state, {**metrics, "nonfinite/skipped": 1.0 - ok.astype(jnp.float32)}
 

@@ -91,7 +91,7 @@ class MetricsLogger:
             # A deep queue: with the default (10) every add_scalar blocked on the writer thread
             # (CartPole: ~7 ms of the learner thread per update, GIL taken from the actors).
             self._writer = SummaryWriter(run_dir, flush_secs=10, purge_step=purge,
-                                         max_queue=4096)
+                                         max_queue=4096, filename_suffix=_session_suffix())
             self._jsonl = open(jsonl, "a", buffering=1)
 
     def on_close(self, hook) -> None:
@@ -144,6 +144,19 @@ class MetricsLogger:
         if self._wandb is not None:
             self._wandb.finish()
             self._wandb = None
+
+
+def _session_suffix() -> str:
+    """A suffix that gives each logger session its own TensorBoard event file, in start order.
+
+    tensorboardX names the file `events.out.tfevents.<whole seconds>.<host>` and opens it with
+    "wb": a resumed session that started within the same second as the previous one truncated
+    that session's file, and every scalar it had logged was gone (tests/sebulba/test_logging.py).
+    TensorBoard reads a dir's event files in sorted name order, and purge_step relies on the
+    resumed session's file coming last, so the suffix is the start time in nanoseconds
+    (fixed width: it sorts as it counts), then the pid.
+    """
+    return f".{time.time_ns():020d}.{os.getpid()}"
 
 
 def _truncate_jsonl(path: str, last_step: int) -> None:

@@ -38,43 +38,49 @@ from typing import Any, Callable, Sequence
 import jax
 import numpy as np
 
-from sebulba import distributed
+from sebulba import distributed, layout
 from sebulba.actor import ActorThread, RolloutMessage
 from sebulba.agent import Agent, PyTree
 from sebulba.checkpoint import Checkpointer, Progress
 from sebulba.learner import NonFiniteError, make_learn_fn, place_learner_state
 from sebulba.logging import EpisodeStats, MetricsLogger
 from sebulba.pipeline import Lifetime, ParamsSource, Stopped, blocking_get
-from sebulba.topology import Topology, make_topology
-from sebulba.validation import check_types, non_negative, positive_int, require
+from sebulba.topology import Topology, check_env_split, make_topology
+from sebulba.validation import (ConfigError, check_types, non_negative, positive_int,
+                                require)
 from sebulba.warmup import BackgroundCompile, abstract_rollout
 
 
 @dataclasses.dataclass(frozen=True)
 class RuntimeConfig:
-    """How the runtime lays out and paces the work (algorithm-independent)."""
+    """How the runtime lays out and paces the work (algorithm-independent). The top-level
+    fields of an experiment config (experiments/configs/common.py generates them from here)."""
 
-    actor_device_ids: Sequence[int] = (0,)
-    learner_device_ids: Sequence[int] = (0,)
-    num_actor_threads: int = 2      # per actor device; 0 = auto (sebulba/layout.py)
-    num_envs: int = 32              # per actor thread
-    unroll_length: int = 20         # T, steps per rollout
-    total_env_steps: int = 1_000_000  # agent steps over all actors (frames = 4x on Atari)
-    queue_size: int = 1             # rollouts buffered per actor thread (backpressure)
-    synchronous: bool = False       # actors wait for the newest params before each rollout
-    seed: int = 0
-    stall_warning_s: float = 60.0   # warn once when the learner waits this long for data
-    join_timeout_s: float = 10.0    # how long to wait for threads at shutdown
-    stop_at_return: float | None = None  # stop early once the 100-game mean return reaches it
-    max_nonfinite_updates: int = 10  # stop after this many non-finite updates in a row
-    restart_envs_on_error: bool = False  # a failing env pool is rebuilt instead of ending the run
-    max_env_restarts: int = 3       # per actor thread, when restart_envs_on_error
+    seed: int = 0                      # base seed: params init, actor RNG, env seeds
+    actor_device_ids: Sequence[int] = (0,)    # local device indices that run actor threads
+    learner_device_ids: Sequence[int] = (0,)  # local device indices sharing the learner update
+    num_actor_threads: int = 0         # actor threads per actor device; 0 = auto from the CPU
+                                       # cores (sebulba/layout.py; the layout is printed)
+    num_envs: int = 32                 # environments per actor thread
+    unroll_length: int = 20            # T: steps per rollout
+    total_env_steps: int = 10_000_000  # agent steps over all actors (x4 frames on Atari)
+    queue_size: int = 1                # rollouts buffered per actor thread (backpressure)
+    synchronous: bool = False          # True: actors wait for params of the latest update
+    stall_warning_s: float = 120.0     # warn if the learner waits this long for data (or an
+                                       # actor for params); docs/robustness.md
+    join_timeout_s: float = 10.0       # seconds to wait for threads on shutdown
+    stop_at_return: float | None = None  # stop early once the 100-game mean return reaches
+                                       # this (None = off)
+    max_nonfinite_updates: int = 10    # stop after N skipped non-finite updates in a row
+    restart_envs_on_error: bool = False  # rebuild an actor's failing EnvPool instead of stopping
+    max_env_restarts: int = 3          # env pool rebuilds per actor thread before giving up
     # Actor threads step two half-pools in turn, one's env step overlapping the other's policy
     # (sebulba/actor.py): "on", "off", or "auto" = on for envs that step in their own threads
     # (EnvPool ids) with >= 2 envs per thread when the actor device is an accelerator; off on
     # CPU actor devices and for envs with only a synchronous `step` (sebulba.actor.wants_overlap).
     actor_overlap: str = "auto"
-    # JAX's persistent compilation cache (sebulba/compile_cache.py); "" = off.
+    # JAX's persistent compilation cache (sebulba/compile_cache.py): a relaunch loads compiled
+    # programs; "" = off.
     compilation_cache_dir: str = "~/.cache/sebulba-rl/jax"
 
     @property
@@ -170,7 +176,7 @@ def validate_runtime_config(rc: RuntimeConfig, num_processes: int | None = None)
     for name in ("num_envs", "unroll_length", "total_env_steps", "queue_size",
                  "max_nonfinite_updates"):
         positive_int(name, getattr(rc, name))
-    # 0 = auto: sebulba.layout chooses from the cores (experiment.run resolves it up front).
+    # 0 = auto: sebulba.layout chooses from the cores (train resolves it; experiments earlier).
     non_negative("num_actor_threads", rc.num_actor_threads, integer=True)
     require(isinstance(rc.compilation_cache_dir, str), "compilation_cache_dir",
             rc.compilation_cache_dir, "must be a path, or \"\" to turn the cache off.")
@@ -189,11 +195,10 @@ def validate_runtime_config(rc: RuntimeConfig, num_processes: int | None = None)
         ids = getattr(rc, name)
         require(len(ids) > 0 and len(set(ids)) == len(ids), name, list(ids),
                 "must list at least one local device id, each once.")
-    n_learn = len(rc.learner_device_ids)
-    require(rc.num_envs % n_learn == 0, "num_envs", rc.num_envs,
-            f"(per actor thread) must be divisible by the number of learner devices "
-            f"({n_learn}, learner_device_ids={list(rc.learner_device_ids)}): each rollout is "
-            f"split along the environment axis across the learners.")
+    try:
+        check_env_split(rc.num_envs, rc.learner_device_ids)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
     processes = jax.process_count() if num_processes is None else num_processes
     per_update = (len(rc.actor_device_ids) * rc.num_actor_threads * rc.num_envs * processes
                   * rc.unroll_length)
@@ -285,13 +290,15 @@ def train(agent: Agent, make_env: Callable[[int, int], Any], rc: RuntimeConfig,
           logger: MetricsLogger, *,
           on_update: Callable[[int, int, PyTree], None] | None = None,
           actor_hook: Callable | None = None, checkpointer: Checkpointer | None = None,
-          resume: Progress | None = None, example_obs: PyTree | None = None) -> TrainResult:
+          resume: Progress | None = None, example_obs: PyTree | None = None,
+          topology: Topology | None = None) -> TrainResult:
     """Trains `agent` for `rc.planned_updates(...)` updates (`rc.num_updates` when fresh);
     `make_env(num_envs, seed)` builds a batch.
 
     `example_obs`: one observation batch of the env (any leading size), if the caller has
     probed the env already (then it is not probed again). It also lets the learner compile in
-    the background while the actors start (sebulba/warmup.py).
+    the background while the actors start (sebulba/warmup.py). `topology`: the run's device
+    topology, if the caller has built it already (for `rc`'s device ids).
 
     `on_update(update, env_steps, learner_state)` runs after each update. `checkpointer` saves
     on its schedule and once more at the end (also after errors and signals, whenever the
@@ -300,7 +307,10 @@ def train(agent: Agent, make_env: Callable[[int, int], Any], rc: RuntimeConfig,
     the final checkpoint; a lost peer process raises `distributed.PeerLost`.
     """
     validate_runtime_config(rc)
-    topo = make_topology(rc.actor_device_ids, rc.learner_device_ids, rc.num_envs)
+    if rc.num_actor_threads == 0:  # auto; experiments resolve it up front (and print it)
+        rc = dataclasses.replace(rc, num_actor_threads=layout.choose(
+            0, 1, len(rc.actor_device_ids)).actor_threads)
+    topo = topology or make_topology(rc.actor_device_ids, rc.learner_device_ids, rc.num_envs)
     if resume is None and example_obs is None:
         probe = make_env(1, rc.seed)
         example_obs = probe.reset()
@@ -311,20 +321,19 @@ def train(agent: Agent, make_env: Callable[[int, int], Any], rc: RuntimeConfig,
         state = resume.learner_state
     state = place_learner_state(state, topo)
     learn = make_learn_fn(agent, topo)
-    warmup = None
-    if example_obs is not None:  # compile the learner while the actors start and compile
+    lifetime = Lifetime()
+    params = ParamsSource(list(topo.actor_devices), lifetime, rc.stall_warning_s)
+    loop = _LearnerLoop(rc, logger, lifetime, [], topo, state, resume)
+    if example_obs is not None and loop.updates < loop.end_update:
+        # Compile the learner while the actors start and compile (never for a run with
+        # nothing left to do: a compile still running at interpreter exit aborts it).
         spec = abstract_rollout(agent, jax.eval_shape(agent.actor_params, state), example_obs,
                                 rc.unroll_length, rc.num_envs * topo.num_processes,
                                 topo.batch_sharded())
         threads = len(topo.actor_devices) * rc.num_actor_threads
-        warmup = BackgroundCompile("learner", learn, state, (spec,) * threads,
-                                   announce=jax.process_index() == 0)
-        warmup.start()
-
-    lifetime = Lifetime()
-    params = ParamsSource(list(topo.actor_devices), lifetime, rc.stall_warning_s)
-    loop = _LearnerLoop(rc, logger, lifetime, [], topo, state, resume)
-    loop.warmup = warmup
+        loop.warmup = BackgroundCompile("learner", learn, state, (spec,) * threads,
+                                        announce=jax.process_index() == 0)
+        loop.warmup.start()
     params.publish(agent.actor_params(state), loop.updates)
     final = nonfinite = None
     abandoned = False
@@ -348,6 +357,8 @@ def train(agent: Agent, make_env: Callable[[int, int], Any], rc: RuntimeConfig,
                 while (a.is_alive() and not signals.urgent.is_set()
                        and time.time() < deadline):
                     a.join(min(0.1, max(0.0, deadline - time.time())))
+            if loop.warmup is not None:  # stopped before the first update
+                loop.await_warmup()
             logger.close()
             if checkpointer is not None:
                 # One snapshot, read once: its state (None if donated to an unfinished update)
@@ -483,9 +494,11 @@ class _LearnerLoop:
                 f"{self.nonfinite_streak} non-finite updates in a row (max_nonfinite_updates="
                 f"{limit}; last: {', '.join(bad)}); stopped at env step {self.env_steps:,d}.")
 
-    def _await_warmup(self) -> None:
+    def await_warmup(self) -> None:
         """Waits for the background compilation of the learner (a second signal stops the
-        waiting), so the first update uses it instead of compiling the same program again."""
+        waiting): the first update uses it instead of compiling the same program again, and a
+        run stopped before its first update does not exit while XLA still compiles in a daemon
+        thread (that thread's forced unwind at interpreter exit aborts the process)."""
         while self.warmup.is_alive() and not self.urgent.is_set():
             self.warmup.join(0.1)
         self.warmup = None
@@ -510,7 +523,7 @@ class _LearnerLoop:
                 print(f"learner: rollouts arrive again (waited {t1 - t0:.0f}s).", flush=True)
                 self._warned_stall = False
             if self.warmup is not None:  # first update: its program may still be compiling
-                self._await_warmup()
+                self.await_warmup()
             done = self.snapshot
             # Donated to the update: until it finishes there is no intact state to save.
             self.snapshot = dataclasses.replace(done, state=None)

@@ -77,6 +77,17 @@ def _check_ids(ids: Sequence[int], name: str, num_local: int) -> None:
         raise ValueError(f"{name}={list(ids)} repeats a device id.")
 
 
+def check_env_split(num_envs_per_thread: int, learner_device_ids: Sequence[int]) -> None:
+    """Each rollout is split along the env axis over this host's learner devices; a
+    ValueError naming num_envs unless it divides evenly (no device query: checkable early)."""
+    n_learn = len(learner_device_ids)  # per process: each host splits its own rollouts
+    if num_envs_per_thread % n_learn != 0:
+        raise ValueError(
+            f"num_envs={num_envs_per_thread} (per actor thread) must be divisible by the number "
+            f"of learner devices ({n_learn}, learner_device_ids={list(learner_device_ids)}): "
+            f"each rollout is split along the environment axis across the learners.")
+
+
 def make_topology(actor_device_ids: Sequence[int], learner_device_ids: Sequence[int],
                   num_envs_per_thread: int) -> Topology:
     """Builds and validates the topology; raises ValueError naming the bad value."""
@@ -84,12 +95,7 @@ def make_topology(actor_device_ids: Sequence[int], learner_device_ids: Sequence[
     actor_device_ids, learner_device_ids = list(actor_device_ids), list(learner_device_ids)
     _check_ids(actor_device_ids, "actor_device_ids", len(local))
     _check_ids(learner_device_ids, "learner_device_ids", len(local))
-    n_learn = len(learner_device_ids)  # per process: each host splits its own rollouts
-    if num_envs_per_thread % n_learn != 0:
-        raise ValueError(
-            f"num_envs={num_envs_per_thread} (per actor thread) must be divisible by the number "
-            f"of learner devices ({n_learn}, learner_device_ids={learner_device_ids}): each "
-            f"rollout is split along the environment axis across the learners.")
+    check_env_split(num_envs_per_thread, learner_device_ids)
     learners = tuple(local[i] for i in learner_device_ids)
     everyone = [jax.local_devices(process_index=p)[i]
                 for p in range(jax.process_count()) for i in learner_device_ids]

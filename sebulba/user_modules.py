@@ -1,5 +1,5 @@
 """`--import MODULE`: the one implementation every entry point shares (experiments via
-`sebulba.experiment.cli`, scripts/evaluate.py, render.py, benchmark.py).
+`experiments.wiring.cli`, scripts/evaluate.py, render.py, benchmark.py).
 
 A user module registers its environments, torsos or agents when imported
 (`sebulba.registry.register_env`, `networks.register_torso`, `agents.register_agent`); a

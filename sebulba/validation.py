@@ -2,7 +2,7 @@
 any environment is built or anything compiles, with a message that names the field, the bad
 value and what is allowed.
 
-Used by `sebulba.experiment.validate` (the whole experiment ConfigDict) and by the runtime
+Used by `experiments.wiring.read` (the whole experiment ConfigDict) and by the runtime
 (`runner.validate_runtime_config`). Only static checks live here: nothing touches JAX devices,
 because a multi-host run must join `jax.distributed` before the first device query; device ids
 are checked by `topology.make_topology` right after joining.
@@ -96,6 +96,8 @@ def build(cls: type, values: Mapping[str, Any], section: str) -> Any:
         return cls(**values)
     except ValueError as e:
         msg = str(e)
+        if not section:  # top-level fields: the message names them already
+            raise ConfigError(msg) from e
         if msg.startswith(f"{section}."):
             raise ConfigError(msg) from e
         named = any(msg.startswith(f.name) for f in dataclasses.fields(cls))

@@ -1,6 +1,12 @@
-"""Test setup: fake 4 CPU devices before JAX initialises (never done in library code)."""
+"""Test setup: fake 4 CPU devices before JAX initialises (never done in library code), and
+pytest's assertion messages for the shared helpers' own asserts."""
 import os
+
+import pytest
 
 os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
                            " --xla_force_host_platform_device_count=4").strip()
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+# Before any test module imports them: their asserts then explain a failure as a test's do.
+pytest.register_assert_rewrite("tests.helpers", "tests.multihost")

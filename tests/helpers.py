@@ -1,40 +1,215 @@
-"""Shared test helpers: configs for quick CartPole runs and synthetic rollouts."""
+"""Shared test helpers: plain functions and constants every test module takes from here rather
+than from another test module (tests/architecture/test_test_imports.py enforces that).
+
+- `ROOT` (the repository root), quick configs (`quiet_config`, `classic_config`) and run-dir
+  readers (`read_metrics`);
+- agents built from a config as the runtime builds them (`build_agent`, `save_state`,
+  `restore_run`, `agent_with`), and a user env module for `--import` (`write_user_env_module`);
+- small networks and synthetic rollouts for learner tests (`ACTION_SPACES`, `small_network`,
+  `head_network`, `episode_ends`, `random_rollout`);
+- `run_actor`: one real ActorThread, started, read and stopped.
+
+The multi-process harness is tests/multihost.py; pytest setup is tests/conftest.py.
+"""
 from __future__ import annotations
 
-import numpy as np
-import jax.numpy as jnp
+import json
+import os
+import pathlib
+import queue
+import textwrap
 
+import jax
+import jax.numpy as jnp
+import numpy as np
+from gymnasium import spaces
+
+import networks
 from sebulba.agent import Rollout
+
+# The repository root: the cwd of every subprocess a test starts.
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+# --- configs and run directories -------------------------------------------------------------
+
+def set_field(config, key: str, value) -> None:
+    """Sets the dotted `key` ("agent.learning_rate") of a ConfigDict to `value`."""
+    *path, leaf = key.split(".")
+    target = config
+    for p in path:
+        target = target[p]
+    target[leaf] = value
+
+
+def quiet_config(config, run_dir, /, **overrides):
+    """`config` writing to `run_dir` with a quiet console, then dotted-key `overrides` (which
+    may set run_dir again, e.g. to "" for a resumed run)."""
+    config.run_dir = str(run_dir)
+    config.console_every_s = 1e9
+    for key, value in overrides.items():
+        set_field(config, key, value)
+    return config
 
 
 def classic_config(tmp_path, **overrides):
-    """The IMPALA CartPole config with a temporary run dir and quiet console."""
+    """The IMPALA CartPole config with run dir tmp_path/run and a quiet console."""
     from experiments.configs import impala_classic
-    config = impala_classic.get_config()
-    config.run_dir = str(tmp_path / "run")
-    config.console_every_s = 1e9
-    for key, value in overrides.items():
-        target = config
-        *path, leaf = key.split(".")
-        for p in path:
-            target = target[p]
-        target[leaf] = value
-    return config
+    return quiet_config(impala_classic.get_config(), tmp_path / "run", **overrides)
+
+
+def read_metrics(run_dir) -> list[dict]:
+    """The rows of a run's metrics.jsonl, oldest first."""
+    with open(os.path.join(run_dir, "metrics.jsonl")) as f:
+        return [json.loads(line) for line in f]
+
+
+# --- agents built from a config ----------------------------------------------------------------
+
+def build_agent(config, num_envs: int = 1, num_updates: int | None = None):
+    """(network, agent, first observations of a probe env of `num_envs` envs) for `config`,
+    built as the runtime builds them (devices and env id unchecked)."""
+    from experiments import wiring
+    from sebulba import envs
+    sections = wiring.read(config, devices=False, env_id=False)
+    probe = envs.make_env(sections.env, num_envs, 0)
+    obs = probe.reset()
+    _, network, agent = wiring.build_from_config(sections, probe.action_space,
+                                                 num_updates=num_updates)
+    probe.close()
+    return network, agent, obs
+
+
+def save_state(directory, state, experiment: str, config: dict) -> None:
+    """Saves `state` as a checkpoint of update 0 whose metadata names `experiment` and holds
+    `config` (a JSON dict) as the run's config."""
+    from sebulba import checkpoint
+    ckpt = checkpoint.Checkpointer(str(directory), metadata={"experiment": experiment,
+                                                             "config": config})
+    ckpt.close(checkpoint.Progress(state, 0, 0))
+
+
+def restore_run(run_dir: str):
+    """Restores a run's newest checkpoint (a checkpoint.Progress) into the learner state its
+    saved config builds."""
+    from sebulba import checkpoint
+    meta = checkpoint.load_metadata(run_dir)
+    config = checkpoint.config_from_metadata(meta)
+    _, agent, obs = build_agent(config, num_updates=1)
+    template = jax.eval_shape(agent.init, jax.random.key(0), obs)
+    return checkpoint.restore(run_dir, template, experiment=meta["experiment"])
+
+
+def write_user_env_module(path, env_id: str) -> None:
+    """Writes a user module (what `--import` loads) that registers gymnasium's CartPole-v1 as
+    `env_id` when imported."""
+    pathlib.Path(path).write_text(textwrap.dedent(f'''
+        """A user's env, registered at import (what `--import` is for)."""
+        import gymnasium
+        from sebulba import adapters, registry
+
+        def make(num_envs, seed, env_config):
+            return adapters.gymnasium_env(lambda: gymnasium.make("CartPole-v1"), num_envs, seed)
+
+        registry.register_env({env_id!r}, make, overwrite=True)
+    '''))
+
+
+def agent_with(transform, name: str = "impala"):
+    """The built-in agent `name`'s spec, with every agent it builds passed through
+    `transform(agent) -> agent` (fault injection: NaN updates, slow updates)."""
+    import dataclasses
+
+    import agents
+    base = agents.get_agent(name)
+
+    def build(network, agent_config, runtime, num_updates):
+        return transform(base.build(network, agent_config, runtime, num_updates))
+    return dataclasses.replace(base, build=build)
+
+
+# --- small networks and synthetic rollouts -----------------------------------------------------
+
+ACTIONS = 3
+# One action space per policy head: categorical, tanh-squashed Gaussian, mixed (Dict).
+ACTION_SPACES = {
+    "discrete": spaces.Discrete(ACTIONS),
+    "tanh": spaces.Box(-1.0, 2.0, (2,)),
+    "mixed": spaces.Dict({"steer": spaces.Box(-1.0, 1.0, (1,)), "gear": spaces.Discrete(3)}),
+}
+
+
+def small_network(space, hidden_sizes=(16,), lstm_size: int = 0, bounds: str = "clip",
+                  shared_torso: bool = True):
+    """An MLP actor-critic for action space `space`; recurrent (an LSTM core) when
+    `lstm_size` > 0."""
+    dist = networks.from_space(space, bounds=bounds)
+    torso = networks.MLP(hidden_sizes=tuple(hidden_sizes))
+    if lstm_size:
+        return networks.RecurrentActorCritic(torso=torso, lstm_size=lstm_size,
+                                             action_dist=dist, shared_torso=shared_torso)
+    return networks.ActorCritic(torso=torso, action_dist=dist, shared_torso=shared_torso)
+
+
+def head_network(head: str, lstm_size: int = 0, shared_torso: bool = True):
+    """`small_network` for ACTION_SPACES[head] (tanh-bounded for "tanh", clipped otherwise)."""
+    return small_network(ACTION_SPACES[head], lstm_size=lstm_size, shared_torso=shared_torso,
+                         bounds="tanh" if head == "tanh" else "clip")
+
+
+def episode_ends(rng: np.random.Generator, T: int, B: int, terminate_prob: float,
+                 truncate_prob: float | None = None):
+    """Random (terminated, truncated, valid) [T, B] numpy flags in EnvPool's convention:
+    truncated excludes terminated, and valid is False on the step after an episode end."""
+    terminated = rng.random((T, B)) < terminate_prob
+    truncated = (rng.random((T, B)) < (terminate_prob if truncate_prob is None
+                                       else truncate_prob)) & ~terminated
+    valid = np.ones((T, B), bool)
+    valid[1:] = ~(terminated | truncated)[:-1]
+    return terminated, truncated, valid
 
 
 def random_rollout(rng: np.random.Generator, T: int, B: int, obs_dim: int, num_actions: int,
                    done_prob: float = 0.1) -> Rollout:
     """A rollout with random data, episode ends and reset steps, for learner tests."""
-    terminated = rng.random((T, B)) < done_prob
-    truncated = (rng.random((T, B)) < done_prob) & ~terminated
-    done = terminated | truncated
-    valid = np.ones((T, B), bool)
-    valid[1:] = ~done[:-1]
+    terminated, truncated, valid = episode_ends(rng, T, B, done_prob)
     return Rollout(
         obs=jnp.asarray(rng.normal(size=(T + 1, B, obs_dim)), jnp.float32),
         action=jnp.asarray(rng.integers(0, num_actions, (T, B)), jnp.int32),
         reward=jnp.asarray(rng.normal(size=(T, B)), jnp.float32),
         terminated=jnp.asarray(terminated), truncated=jnp.asarray(truncated),
         valid=jnp.asarray(valid),
-        # The behaviour log-prob of a random policy, as agents/policy.make_actor_step keeps it.
+        # The behaviour log-prob of a random policy, as agents/acting.make_actor_step keeps it.
         extras={"logp": jnp.asarray(np.log(rng.uniform(0.05, 1.0, (T, B))), jnp.float32)})
+
+
+# --- one real actor thread ---------------------------------------------------------------------
+
+def run_actor(n: int, initial_params, *, queue_size: int | None = None, timeout: float = 120.0,
+              on_message=None, **actor_kwargs):
+    """Starts a sebulba.actor.ActorThread (actor 0, on device 0 unless `device` is given) on
+    `initial_params` published as version 0, takes `n` messages from its queue (of
+    `queue_size`, default `n`), stops it and re-raises any failure of its; returns
+    (messages, actor). `on_message(k, message, params_source)` runs after message k, e.g. to
+    publish the next parameter version to a synchronous actor."""
+    from sebulba.actor import ActorThread
+    from sebulba.pipeline import Lifetime, ParamsSource
+    device = actor_kwargs.pop("device", None) or jax.devices()[0]
+    lifetime, out = Lifetime(), queue.Queue(maxsize=queue_size or n)
+    source = ParamsSource([device], lifetime)
+    source.publish(initial_params, 0)
+    actor = ActorThread(actor_id=0, device=device, params=source, out_queue=out,
+                        lifetime=lifetime, **actor_kwargs)
+    actor.start()
+    messages = []
+    try:
+        for k in range(n):
+            messages.append(out.get(timeout=timeout))
+            if on_message is not None:
+                on_message(k, messages[-1], source)
+    finally:
+        lifetime.stop()
+        actor.join(timeout=30)
+    assert not actor.is_alive(), "the actor thread did not stop within 30 s"
+    lifetime.raise_if_failed()
+    return messages, actor

@@ -1,15 +1,24 @@
-"""IMPALA (Espeholt et al. 2018): V-trace actor-critic on the Sebulba runtime."""
+"""IMPALA (Espeholt et al. 2018): V-trace actor-critic on the Sebulba runtime.
+
+`SPEC` is the agent's builder contract (agents/builders.py): the experiments build IMPALA by
+name through it; `make_agent` builds it directly (tests, scripts).
+"""
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from agents import normalization, policy
-from agents.impala.acting import make_actor_step
+from agents import acting, normalization
+from agents.builders import AgentSpec
 from agents.impala.config import ImpalaConfig
 from agents.impala.learning import LearnerState, make_learn_step, make_optimizer
 from sebulba.agent import Agent
+
+if TYPE_CHECKING:
+    from sebulba.runner import RuntimeConfig
 
 
 def make_agent(network: nn.Module, cfg: ImpalaConfig, num_updates: int,
@@ -21,14 +30,23 @@ def make_agent(network: nn.Module, cfg: ImpalaConfig, num_updates: int,
     optimizer, lr = make_optimizer(cfg, num_updates)
 
     def init(key: jax.Array, obs) -> LearnerState:
-        params = policy.init_params(network, key, obs)
+        params = acting.init_params(network, key, obs)
         norm = normalization.init_state(obs, cfg.obs_norm, cfg.reward_scaling, batch_envs)
         return LearnerState(params, optimizer.init(params), jnp.zeros((), jnp.int32), norm)
 
-    return Agent(init=init, actor_params=lambda s: policy.actor_params(s.params, s.norm, cfg),
-                 actor_step=make_actor_step(network, cfg),
+    # The actor samples from the policy and keeps the behaviour log-prob for V-trace.
+    return Agent(init=init, actor_params=lambda s: acting.actor_params(s.params, s.norm, cfg),
+                 actor_step=acting.make_actor_step(network, cfg),
                  learn_step=make_learn_step(network, cfg, optimizer, lr),
-                 initial_core_state=policy.initial_core_state(network))
+                 initial_core_state=acting.initial_core_state(network))
 
 
-__all__ = ["ImpalaConfig", "LearnerState", "make_agent"]
+def build(network: nn.Module, cfg: ImpalaConfig, runtime: "RuntimeConfig",
+          num_updates: int) -> Agent:
+    """The builder contract (agents/builders.py): `make_agent` for the run's layout."""
+    return make_agent(network, cfg, num_updates, batch_envs=runtime.batch_envs)
+
+
+SPEC = AgentSpec("impala", build, ImpalaConfig)
+
+__all__ = ["ImpalaConfig", "LearnerState", "SPEC", "build", "make_agent"]

@@ -8,10 +8,11 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from agents import parallel, policy, schedules
+from agents import parallel, schedules
 from agents.impala.config import ImpalaConfig
 from agents.impala.losses import vtrace_loss
-from agents.normalization import NormState
+from agents.normalization import NormState, preprocess
+from agents.unroll import apply_time_major, drop_last
 from sebulba.agent import Rollout
 
 
@@ -36,9 +37,6 @@ def make_optimizer(cfg: ImpalaConfig, num_updates: int):
     return opt, lr
 
 
-apply_time_major = policy.apply_time_major
-
-
 def make_learn_step(network: nn.Module, cfg: ImpalaConfig, optimizer, lr_schedule):
     dist = network.dist
 
@@ -46,7 +44,7 @@ def make_learn_step(network: nn.Module, cfg: ImpalaConfig, optimizer, lr_schedul
         # Recurrent networks: re-run the core over obs_0..obs_T from the stored state.
         pi, values = apply_time_major(network, params, rollout.obs, rollout.core_state,
                                       rollout.valid)
-        pi = policy.drop_last(pi)
+        pi = drop_last(pi)
         per_env = jax.vmap(vtrace_loss, in_axes=(1, 1, 1, 1, 1, 1, 1, 1, None))
         # The behaviour log-prob comes from the actor: importance ratios for any action space.
         losses, metrics = per_env(dist.log_prob(pi, rollout.action), dist.entropy(pi), values,
@@ -55,7 +53,7 @@ def make_learn_step(network: nn.Module, cfg: ImpalaConfig, optimizer, lr_schedul
         return jnp.mean(losses), jax.tree.map(jnp.mean, metrics)
 
     def learn_step(state: LearnerState, rollout: Rollout, axis_name: str):
-        norm, rollout, norm_metrics = policy.preprocess(state.norm, rollout, cfg, axis_name)
+        norm, rollout, norm_metrics = preprocess(state.norm, rollout, cfg, axis_name)
         grads, metrics = parallel.mean_grad(loss_fn, state.params, rollout, axis_name=axis_name)
         updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
         params = optax.apply_updates(state.params, updates)

@@ -1,16 +1,26 @@
 """PPO (Schulman et al. 2017) on the Sebulba runtime: on-policy, or importance-corrected with
-V-trace (Espeholt et al. 2018) when actors run ahead of the learner. See docs/ppo.md."""
+V-trace (Espeholt et al. 2018) when actors run ahead of the learner. See docs/ppo.md.
+
+`SPEC` is the agent's builder contract (agents/builders.py), with its config check
+(agents/ppo/checks.py); `make_agent` builds it directly (tests, scripts).
+"""
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from agents import normalization, policy
-from agents.ppo.acting import make_actor_step
+from agents import acting, normalization
+from agents.builders import AgentSpec
+from agents.ppo.checks import check_minibatches
 from agents.ppo.config import PPOConfig
 from agents.ppo.learning import LearnerState, ValueNorm, make_learn_step, make_optimizer
 from sebulba.agent import Agent
+
+if TYPE_CHECKING:
+    from sebulba.runner import RuntimeConfig
 
 
 def make_agent(network: nn.Module, cfg: PPOConfig, num_updates: int,
@@ -21,21 +31,34 @@ def make_agent(network: nn.Module, cfg: PPOConfig, num_updates: int,
     needed only for `cfg.reward_scaling`.
 
     `cfg.correction` must be "none" or "vtrace"; resolve "auto" for the runtime's mode first
-    with `cfg.resolve(synchronous)`.
+    with `cfg.resolve(synchronous)` (`build` does).
     """
     optimizer, lr = make_optimizer(cfg, num_updates)
     learn_step = make_learn_step(network, cfg, optimizer, lr)
 
     def init(key: jax.Array, obs) -> LearnerState:
         init_key, shuffle_key = jax.random.split(key)
-        params = policy.init_params(network, init_key, obs)
+        params = acting.init_params(network, init_key, obs)
         norm = normalization.init_state(obs, cfg.obs_norm, cfg.reward_scaling, batch_envs)
         return LearnerState(params, optimizer.init(params), jnp.zeros((), jnp.int32),
                             shuffle_key, ValueNorm.zeros(), norm)
 
-    return Agent(init=init, actor_params=lambda s: policy.actor_params(s.params, s.norm, cfg),
-                 actor_step=make_actor_step(network, cfg), learn_step=learn_step,
-                 initial_core_state=policy.initial_core_state(network))
+    # The actor keeps the behaviour log-prob and distribution parameters (mu: the ratio,
+    # V-trace and the KL terms) and the value (the on-policy anchor, not recomputed).
+    return Agent(init=init, actor_params=lambda s: acting.actor_params(s.params, s.norm, cfg),
+                 actor_step=acting.make_actor_step(network, cfg, keep_policy=True,
+                                                   keep_value=True),
+                 learn_step=learn_step, initial_core_state=acting.initial_core_state(network))
 
 
-__all__ = ["LearnerState", "PPOConfig", "make_agent"]
+def build(network: nn.Module, cfg: PPOConfig, runtime: "RuntimeConfig",
+          num_updates: int) -> Agent:
+    """The builder contract (agents/builders.py): correction="auto" resolved for the run's
+    mode (synchronous or not), then `make_agent` for its layout."""
+    return make_agent(network, cfg.resolve(runtime.synchronous), num_updates,
+                      batch_envs=runtime.batch_envs)
+
+
+SPEC = AgentSpec("ppo", build, PPOConfig, checks=(check_minibatches,))
+
+__all__ = ["LearnerState", "PPOConfig", "SPEC", "build", "check_minibatches", "make_agent"]

@@ -1,7 +1,7 @@
 """PPO's learner step: anchor + targets once per update, then epochs of minibatch SGD.
 
 Runs on every learner device on its local env shard (inside the runtime's shard_map):
-0. Observation normalisation / reward scaling (agents/policy.preprocess), when switched on.
+0. Observation normalisation / reward scaling (agents/normalization.preprocess), when on.
 1. Anchor. On-policy ("none"): pi_old is the actor's behaviour policy (its distribution
    parameters, log-prob and values travel in the rollout's extras); only V(bootstrap obs) is
    recomputed. Importance-corrected ("vtrace"): one forward pass with the learner's current
@@ -32,10 +32,12 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from agents import parallel, policy, schedules
-from agents.normalization import NormState
+from agents import parallel, schedules
+from agents.normalization import NormState, preprocess
+from agents.ppo.checks import require_divisible, require_whole_sequences
 from agents.ppo.config import PPOConfig
 from agents.ppo.losses import gae_targets, ppo_loss, vtrace_targets
+from agents.unroll import apply_time_major, drop_last
 from networks import is_recurrent
 from sebulba.agent import Rollout
 
@@ -103,9 +105,6 @@ def make_optimizer(cfg: PPOConfig, num_updates: int):
     return opt, lr
 
 
-apply_time_major = policy.apply_time_major
-
-
 def masked_moments(x: jax.Array, valid: jax.Array, axis_name: str):
     """Mean and variance of x over the valid entries of every device's shard."""
     m = valid.astype(jnp.float32)
@@ -118,13 +117,8 @@ def masked_moments(x: jax.Array, valid: jax.Array, axis_name: str):
 def minibatch_columns(key: jax.Array, num_envs: int, cfg: PPOConfig) -> jax.Array:
     """[M, num_envs // M] column indices; minibatch i takes columns perm[i::M]."""
     m = cfg.num_minibatches
-    if num_envs % m != 0:
-        what = ("environments" if cfg.minibatch_axis == "env" else
-                "samples (unroll_length x environments)")
-        raise ValueError(
-            f"num_minibatches={m} must divide the {what} each learner device holds "
-            f"({num_envs}; environments = num_actor_devices * num_actor_threads * num_envs / "
-            f"num_learners).")
+    # At trace time, for agents built without the experiment's config check (same rule).
+    require_divisible(m, num_envs, cfg.minibatch_axis)
     perm = jax.random.permutation(key, num_envs) if cfg.shuffle else jnp.arange(num_envs)
     return perm.reshape(num_envs // m, m).T
 
@@ -135,11 +129,8 @@ def make_learn_step(network: nn.Module, cfg: PPOConfig, optimizer, lr_schedule):
                          f"'vtrace' first (PPOConfig.resolve(synchronous)).")
 
     recurrent = is_recurrent(network)
-    if recurrent and cfg.minibatch_axis != "env":
-        raise ValueError(
-            f"minibatch_axis={cfg.minibatch_axis!r} cannot be used with a recurrent network "
-            f"(network.lstm_size > 0): its minibatches of single time steps would cut the "
-            f"sequences the LSTM core is re-run over. Use agent.minibatch_axis=\"env\".")
+    if recurrent:  # the spec's config check has the same rule; make_agent callers skip it
+        require_whole_sequences(cfg.minibatch_axis, getattr(network, "lstm_size", None))
     dist = network.dist
 
     def unroll(params, obs, rollout: Rollout):
@@ -151,7 +142,7 @@ def make_learn_step(network: nn.Module, cfg: PPOConfig, optimizer, lr_schedule):
         mu_logp = rollout.extras["logp"]
         if cfg.correction == "vtrace":
             old_policy, raw_v = unroll(state.params, rollout.obs, rollout)
-            old_policy = policy.drop_last(old_policy)
+            old_policy = drop_last(old_policy)
             old_logp = dist.log_prob(old_policy, rollout.action)
         else:
             old_policy, old_logp = rollout.extras["policy"], mu_logp
@@ -277,7 +268,7 @@ def make_learn_step(network: nn.Module, cfg: PPOConfig, optimizer, lr_schedule):
         return carry, jax.tree.map(lambda *xs: jnp.stack(xs), *out)
 
     def learn_step(state: LearnerState, rollout: Rollout, axis_name: str):
-        norm, rollout, norm_metrics = policy.preprocess(state.norm, rollout, cfg, axis_name)
+        norm, rollout, norm_metrics = preprocess(state.norm, rollout, cfg, axis_name)
         batch, value_norm, prep_metrics = prepare(state, rollout, axis_name)
         prep_metrics.update(norm_metrics)
         if cfg.minibatch_axis == "sample":  # [T, B, ...] -> [1, T*B, ...]: steps as columns

@@ -1,7 +1,7 @@
 """Config for the driving example; variants `:ppo` (default) and `:impala`.
 
-    python examples/driving/train.py --config=examples/driving/config.py:ppo
-    python examples/driving/train.py --config=examples/driving/config.py:impala
+    python -m examples.driving.train --config=examples/driving/config.py:ppo
+    python -m examples.driving.train --config=examples/driving/config.py:impala
 
 The env and torso are the example's own (registered by importing `examples.driving`);
 everything else is the library's. `env.options` and `network.torso_kwargs` are passed to the

@@ -53,6 +53,7 @@ def cpu_atari(config: ml_collections.ConfigDict) -> None:
 def get_config(variant: str = "default") -> ml_collections.ConfigDict:
     config = ml_collections.ConfigDict()
     runtime_fields(config)
+    config.agent_name = "impala"
     config.total_env_steps = 50_000_000  # cleanba total_timesteps (200M frames)
     config.env = atari_env("Breakout-v5")
     reference_protocol(config.env)

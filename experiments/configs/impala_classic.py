@@ -14,6 +14,7 @@ from experiments.configs.common import agent_fields, network_fields, runtime_fie
 def get_config(variant: str = "default") -> ml_collections.ConfigDict:
     config = ml_collections.ConfigDict()
     runtime_fields(config)
+    config.agent_name = "impala"
     config.num_actor_threads = 1
     config.num_envs = 16
     config.unroll_length = 16

@@ -24,6 +24,7 @@ def get_config(variant: str = "default") -> ml_collections.ConfigDict:
                          f"'debug'.")
     config = ml_collections.ConfigDict()
     runtime_fields(config)
+    config.agent_name = "ppo"
     config.num_actor_threads = 0       # auto: from the CPU cores (sebulba/layout.py)
     config.num_envs = 64
     config.unroll_length = 128

@@ -19,6 +19,7 @@ def get_config(variant: str = "default") -> ml_collections.ConfigDict:
         raise ValueError(f"unknown variant {variant!r}; allowed: 'default', 'sync', 'debug'.")
     config = ml_collections.ConfigDict()
     runtime_fields(config)
+    config.agent_name = "ppo"
     config.num_actor_threads = 1
     config.num_envs = 16
     config.unroll_length = 64

@@ -35,6 +35,7 @@ def get_config(variant: str = "default") -> ml_collections.ConfigDict:
         raise ValueError(f"unknown variant {variant!r}; allowed: {VARIANTS}.")
     config = ml_collections.ConfigDict()
     runtime_fields(config)
+    config.agent_name = "ppo"
     config.num_actor_threads = 1
     config.num_envs = 1
     config.unroll_length = 2048

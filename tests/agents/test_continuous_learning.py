@@ -8,10 +8,12 @@
   (tests/mixed_env.py, passed to the runner via `make_env`): random ~9, the threshold 24 needs
   both sub-actions learned (measured: 16k-60k steps).
 """
+import pytest
+
 from experiments import impala_atari, ppo_atari
 from experiments.configs import impala_classic, ppo_classic, ppo_mujoco
+from tests.helpers import quiet_config
 from tests.mixed_env import SteerAndShiftEnv
-import pytest  # noqa: E402
 
 pytestmark = pytest.mark.slow  # learning runs / several processes: `-m "not slow"` skips
 
@@ -20,12 +22,8 @@ MIXED_TARGET = 24.0
 
 
 def _quiet(config, tmp_path, total_env_steps, stop_at_return):
-    config.run_dir = str(tmp_path)
-    config.console_every_s = 1e9
-    config.checkpoint_keep = 0
-    config.total_env_steps = total_env_steps
-    config.stop_at_return = stop_at_return
-    return config
+    return quiet_config(config, tmp_path, checkpoint_keep=0, total_env_steps=total_env_steps,
+                        stop_at_return=stop_at_return)
 
 
 def test_ppo_learns_pendulum(tmp_path):

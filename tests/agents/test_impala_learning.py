@@ -3,9 +3,10 @@
 The run stops as soon as the mean reaches 400 (stop_at_return) or after 1M steps, whichever
 comes first; on 2 cores it typically stops after 150k-300k steps.
 """
+import pytest
+
 from experiments import impala_atari
 from tests.helpers import classic_config
-import pytest  # noqa: E402
 
 pytestmark = pytest.mark.slow  # learning runs / several processes: `-m "not slow"` skips
 

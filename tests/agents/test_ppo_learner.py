@@ -13,32 +13,19 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from gymnasium import spaces
 
 import agents.ppo as ppo
-import networks
 from sebulba.agent import Rollout
 from sebulba.learner import make_learn_fn, place_learner_state
 from sebulba.topology import make_topology
+from tests.helpers import episode_ends, head_network
 
-T, B, OBS, ACTIONS = 6, 8, 4, 3
-
-
-SPACES = {
-    "discrete": spaces.Discrete(ACTIONS),
-    "tanh": spaces.Box(-1.0, 2.0, (2,)),
-    "mixed": spaces.Dict({"steer": spaces.Box(-1.0, 1.0, (1,)), "gear": spaces.Discrete(3)}),
-}
-
-
-def _network(head="discrete"):
-    dist = networks.from_space(SPACES[head], bounds="tanh" if head == "tanh" else "clip")
-    return networks.ActorCritic(torso=networks.MLP(hidden_sizes=(16,)), action_dist=dist)
+T, B, OBS = 6, 8, 4
 
 
 def _rollout(seed=0, head="discrete") -> Rollout:
     rng = np.random.default_rng(seed)
-    net = _network(head)
+    net = head_network(head)
     # Observations far from zero-mean / unit-std, so that normalisation matters.
     obs = (3.0 + 5.0 * rng.normal(size=(T + 1, B, OBS))).astype(np.float32)
     # Behaviour policy/values from other parameters, so importance weights differ from 1.
@@ -48,11 +35,7 @@ def _rollout(seed=0, head="discrete") -> Rollout:
     keys = jax.random.split(jax.random.key(seed), T)
     action = jax.vmap(net.dist.sample)(policy, keys)
     logp = jax.vmap(net.dist.log_prob)(policy, action)
-    terminated = rng.random((T, B)) < 0.1
-    truncated = (rng.random((T, B)) < 0.1) & ~terminated
-    done = terminated | truncated
-    valid = np.ones((T, B), bool)
-    valid[1:] = ~done[:-1]
+    terminated, truncated, valid = episode_ends(rng, T, B, 0.1)
     return Rollout(obs=jnp.asarray(obs), action=action,
                    reward=jnp.asarray(rng.normal(size=(T, B)).astype(np.float32)),
                    terminated=jnp.asarray(terminated), truncated=jnp.asarray(truncated),
@@ -62,7 +45,7 @@ def _rollout(seed=0, head="discrete") -> Rollout:
 
 def _learn_once(cfg: ppo.PPOConfig, learner_ids, rollout: Rollout, head="discrete",
                 updates=1):
-    agent = ppo.make_agent(_network(head), cfg, num_updates=10, batch_envs=B)
+    agent = ppo.make_agent(head_network(head), cfg, num_updates=10, batch_envs=B)
     topo = make_topology((0,), learner_ids, B)
     state = place_learner_state(agent.init(jax.random.key(0), rollout.obs[0]), topo)
     learn = make_learn_fn(agent, topo)
@@ -96,7 +79,7 @@ def test_sharded_learner_equals_single_device(case, learners, head):
     updates = 2 if cfg.obs_norm else 1
     single, m1 = _learn_once(cfg, (0,), rollout, head, updates)
     multi, mn = _learn_once(cfg, learners, rollout, head, updates)
-    before = _network(head).init(jax.random.split(jax.random.key(0))[0], rollout.obs[0])
+    before = head_network(head).init(jax.random.split(jax.random.key(0))[0], rollout.obs[0])
     moved = jax.tree.leaves(jax.tree.map(lambda a, b: np.abs(a - b).max(), single.params,
                                          before))
     assert max(moved) > 1e-3, "the update must actually move the parameters"
@@ -146,5 +129,7 @@ def test_kl_early_stop_is_identical_across_devices(loop):
 
 def test_minibatches_must_split_the_local_envs():
     cfg = dataclasses.replace(BASE, num_minibatches=3)
-    with pytest.raises(ValueError, match="num_minibatches=3"):
+    # The rule and message of the config check (agents/ppo/checks.py), at trace time.
+    with pytest.raises(ValueError, match=rf"agent\.num_minibatches=3 must divide the {B} "
+                                         rf"environments each learner device holds"):
         _learn_once(cfg, (0,), _rollout())

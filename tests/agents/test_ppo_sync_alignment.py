@@ -8,12 +8,11 @@ counter only compares version numbers, so parameters published early, late or al
 way to the actors would pass it; these two metrics would not. A short real run on CartPole
 (EnvPool, actor thread, learner on two other devices, logging) checks them on every update.
 """
-import json
-import os
+import pytest
 
 from experiments import ppo_atari
 from experiments.configs import ppo_classic
-import pytest  # noqa: E402
+from tests.helpers import quiet_config, read_metrics
 
 pytestmark = pytest.mark.slow  # learning runs / several processes: `-m "not slow"` skips
 
@@ -21,18 +20,12 @@ UPDATES = 6
 
 
 def test_first_minibatch_is_on_policy_in_every_update(tmp_path):
-    config = ppo_classic.get_config("sync")
-    config.run_dir = str(tmp_path)
-    config.console_every_s = 1e9
-    config.actor_device_ids = (0,)
-    config.learner_device_ids = (1, 2)  # params travel learner device -> actor device
-    config.num_envs = 8
-    config.unroll_length = 16
-    config.total_env_steps = UPDATES * 8 * 16
+    config = quiet_config(ppo_classic.get_config("sync"), tmp_path, actor_device_ids=(0,),
+                          learner_device_ids=(1, 2),  # params travel learner -> actor device
+                          num_envs=8, unroll_length=16, total_env_steps=UPDATES * 8 * 16)
     assert config.synchronous and config.agent.num_minibatches == 4
     ppo_atari.run(config)
-    with open(os.path.join(tmp_path, "metrics.jsonl")) as f:
-        rows = [json.loads(line) for line in f]
+    rows = read_metrics(tmp_path)
     assert len(rows) == UPDATES
     for i, r in enumerate(rows):
         assert r["policy_lag/max"] == 0, (i, r["policy_lag/max"])

@@ -7,38 +7,28 @@ learner does: it must reproduce the actor's policy and values at every step (inc
 steps and the bootstrap observation, which the next rollout's first step sees).
 """
 import dataclasses
-import queue
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from gymnasium import spaces
 
 import agents.impala as impala
 import agents.ppo as ppo
 import networks
-from agents import policy
-from sebulba.actor import ActorThread
+from agents.acting import init_params
+from agents.unroll import apply_time_major
 from sebulba.agent import Rollout
 from sebulba.learner import make_learn_fn, place_learner_state
-from sebulba.pipeline import Lifetime, ParamsSource
 from sebulba.topology import make_topology
+from tests.helpers import ACTION_SPACES, episode_ends, head_network, run_actor
 from tests.mixed_env import SteerAndShiftEnv
 
-T, B, OBS, ACTIONS, LSTM = 6, 8, 4, 3, 8
-
-SPACES = {
-    "discrete": spaces.Discrete(ACTIONS),
-    "tanh": spaces.Box(-1.0, 2.0, (2,)),
-    "mixed": spaces.Dict({"steer": spaces.Box(-1.0, 1.0, (1,)), "gear": spaces.Discrete(3)}),
-}
+T, B, OBS, LSTM = 6, 8, 4, 8
 
 
 def _network(head="discrete", shared=True):
-    dist = networks.from_space(SPACES[head], bounds="tanh" if head == "tanh" else "clip")
-    return networks.RecurrentActorCritic(torso=networks.MLP(hidden_sizes=(16,)),
-                                         lstm_size=LSTM, action_dist=dist, shared_torso=shared)
+    return head_network(head, lstm_size=LSTM, shared_torso=shared)
 
 
 def _rollout(net, seed=0) -> Rollout:
@@ -46,15 +36,11 @@ def _rollout(net, seed=0) -> Rollout:
     parameters from a random stored state, as a recurrent actor would produce them."""
     rng = np.random.default_rng(seed)
     obs = jnp.asarray(3.0 + 5.0 * rng.normal(size=(T + 1, B, OBS)), jnp.float32)
-    terminated = rng.random((T, B)) < 0.15
-    truncated = (rng.random((T, B)) < 0.15) & ~terminated
-    valid = np.ones((T, B), bool)
-    valid[1:] = ~(terminated | truncated)[:-1]
+    terminated, truncated, valid = episode_ends(rng, T, B, 0.15)
     core_state = jax.tree.map(lambda x: jnp.asarray(rng.normal(size=(1,) + x.shape),
                                                     jnp.float32), net.initial_state(B))
-    behaviour = policy.init_params(net, jax.random.key(123), obs[0])
-    pi, value = policy.apply_time_major(net, behaviour, obs[:-1], core_state,
-                                        jnp.asarray(valid))
+    behaviour = init_params(net, jax.random.key(123), obs[0])
+    pi, value = apply_time_major(net, behaviour, obs[:-1], core_state, jnp.asarray(valid))
     pi = jax.tree.map(lambda x: x * 5.0, pi)  # clearly different from the learner's
     action = jax.vmap(net.dist.sample)(pi, jax.random.split(jax.random.key(seed), T))
     return Rollout(obs=obs, action=action,
@@ -115,8 +101,8 @@ def test_ppo_lstm_sharded_equals_single_device(cfg, learners, head):
 
 def test_ppo_refuses_sample_minibatches_with_a_recurrent_network():
     cfg = dataclasses.replace(PPO, minibatch_axis="sample")
-    with pytest.raises(ValueError, match="minibatch_axis='sample' cannot be used with a "
-                                         "recurrent network"):
+    with pytest.raises(ValueError, match=r"agent\.minibatch_axis='sample' cannot be used "
+                                         r"with network\.lstm_size=\d+: a recurrent core"):
         ppo.make_agent(_network(), cfg, num_updates=10)
 
 
@@ -130,26 +116,16 @@ def test_learner_unroll_reproduces_what_the_actor_computed():
     env0 = SteerAndShiftEnv(env_b, 0, length=5)
     state = agent.init(jax.random.key(3), env0.reset())
     topo = make_topology((0,), (1, 2), env_b)
-    lifetime, out = Lifetime(), queue.Queue(maxsize=n)
-    params = ParamsSource([jax.devices()[0]], lifetime)
-    params.publish(agent.actor_params(state), 0)
-    actor = ActorThread(actor_id=0, device=jax.devices()[0], agent=agent,
+    msgs, _ = run_actor(n, agent.actor_params(state), agent=agent,
                         make_env=lambda seed: SteerAndShiftEnv(env_b, seed, length=5), seed=7,
-                        unroll_length=unroll, params=params, out_queue=out,
-                        learner_sharding=topo.local_batch_sharded(), lifetime=lifetime)
-    actor.start()
-    try:
-        rollouts = [jax.device_get(out.get(timeout=120).rollout) for _ in range(n)]
-    finally:
-        lifetime.stop()
-        actor.join(timeout=30)
-    assert not actor.is_alive()
+                        unroll_length=unroll, learner_sharding=topo.local_batch_sharded())
+    rollouts = [jax.device_get(m.rollout) for m in msgs]
     assert not np.all(rollouts[0].valid) and not np.all(rollouts[-1].valid)
     # The first rollout starts from the zero state; later ones carry the memory over.
     jax.tree.map(lambda x: np.testing.assert_array_equal(x, 0.0), rollouts[0].core_state)
     assert max(np.abs(x).max() for x in jax.tree.leaves(rollouts[1].core_state)) > 1e-3
     for k, r in enumerate(rollouts):
-        pi, v = policy.apply_time_major(net, state.params, r.obs, r.core_state, r.valid)
+        pi, v = apply_time_major(net, state.params, r.obs, r.core_state, r.valid)
         jax.tree.map(lambda a, b: np.testing.assert_allclose(a[:-1], b, rtol=1e-4, atol=1e-5),
                      pi, r.extras["policy"])
         np.testing.assert_allclose(v[:-1], r.extras["value"], rtol=1e-4, atol=1e-5)
@@ -160,31 +136,29 @@ def test_learner_unroll_reproduces_what_the_actor_computed():
 
 @pytest.mark.parametrize("algo,overrides,match", [
     ("impala", {"lstm_size": -1}, r"network\.lstm_size=-1 must be an integer >= 0"),
-    ("impala", {"lstm_size": 2.5}, r"network\.lstm_size=2\.5 must be an integer >= 0"),
+    ("impala", {"lstm_size": 2.5}, r"network\.lstm_size=2\.5 has type float; expected int"),
     ("ppo", {"lstm_size": 16, "minibatch_axis": "sample"},
      r"agent\.minibatch_axis='sample' cannot be used with network\.lstm_size=16")])
 def test_config_validation_names_the_recurrent_fields(tmp_path, algo, overrides, match):
-    from experiments import ppo_atari
+    from experiments import wiring
     from experiments.configs import impala_classic, ppo_classic
-    from sebulba import experiment
     config = (impala_classic if algo == "impala" else ppo_classic).get_config()
     config.run_dir = str(tmp_path / "run")
     with config.network.ignore_type():
         config.network.lstm_size = overrides["lstm_size"]
     if "minibatch_axis" in overrides:
         config.agent.minibatch_axis = overrides["minibatch_axis"]
-    agent_config = impala.ImpalaConfig if algo == "impala" else ppo.PPOConfig
-    checks = (ppo_atari.check_minibatches,) if algo == "ppo" else ()
     with pytest.raises(ValueError, match=match):
-        experiment.validate(config, agent_config=agent_config, checks=checks)
+        wiring.read(config, agent=algo)
 
 
 def test_config_switch_builds_the_recurrent_network(tmp_path):
+    from experiments import wiring
     from experiments.configs import impala_classic
-    from sebulba import experiment
     config = impala_classic.get_config()
     config.network.lstm_size = 16
-    net = experiment.make_network(config, SPACES["discrete"])
+    _, net, _ = wiring.build_from_config(config, ACTION_SPACES["discrete"])
     assert isinstance(net, networks.RecurrentActorCritic) and net.lstm_size == 16
     config.network.lstm_size = 0
-    assert not networks.is_recurrent(experiment.make_network(config, SPACES["discrete"]))
+    _, net, _ = wiring.build_from_config(config, ACTION_SPACES["discrete"])
+    assert not networks.is_recurrent(net)

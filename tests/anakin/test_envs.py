@@ -124,16 +124,16 @@ def test_host_env_batches_the_jax_env_with_numpy_io():
 def test_sebulba_evaluation_plays_the_jax_env():
     """What `eval_every_updates` runs under Anakin: sebulba.evaluation.play with the greedy
     actor on HostEnv; CartPole's true return equals the game length."""
-    import networks
-    from agents import policy
+    from agents import acting
+    from agents import evaluation as players
     from anakin.host_env import HostEnv
     from sebulba import evaluation
+    from tests.helpers import small_network
     env = envs.make_env("gymnax:CartPole-v1", {"max_steps_in_episode": 30})
-    net = networks.ActorCritic(torso=networks.make_torso("mlp", hidden_sizes=(8,)),
-                               action_dist=networks.from_space(env.action_space))
+    net = small_network(env.action_space, hidden_sizes=(8,))
     params = net.init(jax.random.key(0), np.zeros((1, 4), np.float32))
-    ap = policy.ActorParams(params, None)
-    returns, lengths = evaluation.play(lambda n: policy.greedy_actor(net, ap, 10.0, n),
+    ap = acting.ActorParams(params, None)
+    returns, lengths = evaluation.play(lambda n: players.greedy_actor(net, ap, 10.0, n),
                                        lambda n, seed: HostEnv(env, n, seed), episodes=5,
                                        num_envs=2, seed=1)
     assert len(returns) == 5 and returns == [float(n) for n in lengths]

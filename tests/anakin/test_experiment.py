@@ -9,21 +9,14 @@ import pytest
 from experiments import train
 from experiments.configs import ppo_gymnax
 from sebulba.validation import ConfigError
+from tests.helpers import quiet_config, read_metrics
 
 
 def _config(tmp_path, **overrides):
-    config = ppo_gymnax.get_config()
-    config.run_dir = str(tmp_path / "run")
-    config.console_every_s = 1e9
-    for key, value in overrides.items():
-        target = config
-        *path, leaf = key.split(".")
-        for p in path:
-            target = target[p]
-        target[leaf] = value
-    return config
+    return quiet_config(ppo_gymnax.get_config(), tmp_path / "run", **overrides)
 
 
+@pytest.mark.slow  # a learning run to a return threshold: `-m "not slow"` skips
 def test_ppo_solves_gymnax_cartpole_within_a_step_budget(tmp_path):
     """The issue's bar: a 100-game mean >= 475 (a budget of steps, not of wall time: the
     machine is shared; the wall time is printed). Measured: ~300k steps, ~25 s."""
@@ -35,7 +28,7 @@ def test_ppo_solves_gymnax_cartpole_within_a_step_budget(tmp_path):
           f"{result.env_steps:,d} steps in {time.perf_counter() - start:.1f}s wall")
     assert result.episode_summary["episode/return_best_mean"] >= 475.0
     assert result.env_steps <= 500_000
-    lines = [json.loads(l) for l in open(tmp_path / "run" / "metrics.jsonl")]
+    lines = read_metrics(tmp_path / "run")
     assert {"sps", "updates", "episode/return_mean", "loss/total", "policy_lag/mean",
             "nonfinite/skipped"} <= set(lines[-1])
     summary = json.load(open(tmp_path / "run" / "summary.json"))
@@ -53,8 +46,7 @@ def test_checkpoint_and_resume_continue_the_run(tmp_path):
     resumed = train.run(_config(tmp_path, total_env_steps=512, resume=str(tmp_path / "run"),
                                 **small))
     assert resumed.updates == 4 and resumed.env_steps == 512
-    steps = [json.loads(l)["step"] for l in open(tmp_path / "run" / "metrics.jsonl")
-             if "eval/return_mean" not in l]
+    steps = [r["step"] for r in read_metrics(tmp_path / "run") if "eval/return_mean" not in r]
     assert steps == [128, 256, 384, 512]
 
 

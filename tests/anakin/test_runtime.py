@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 
 import agents.ppo as ppo
-import networks
 from anakin import envs, runtime
 from sebulba.learner import make_learn_fn as sebulba_learn_fn
 from sebulba.learner import place_learner_state
 from sebulba.topology import make_topology
+from tests.helpers import small_network
 
 T, B = 16, 8
 CFG = ppo.PPOConfig(learning_rate=1e-3, clip_eps=0.2, reward_clip=0.0, shuffle=False,
@@ -26,10 +26,7 @@ CFG = ppo.PPOConfig(learning_rate=1e-3, clip_eps=0.2, reward_clip=0.0, shuffle=F
 
 
 def _network(env, lstm: int = 0):
-    torso = networks.make_torso("mlp", hidden_sizes=(16,))
-    dist = networks.from_space(env.action_space)
-    return (networks.RecurrentActorCritic(torso=torso, lstm_size=8, action_dist=dist)
-            if lstm else networks.ActorCritic(torso=torso, action_dist=dist))
+    return small_network(env.action_space, lstm_size=8 if lstm else 0)
 
 
 def _agent(lstm: int = 0, cfg=CFG):
@@ -139,9 +136,9 @@ def test_fused_updates_equal_single_calls():
 
 def test_recurrent_core_state_matches_what_the_actor_used():
     """The learner re-runs the LSTM from Rollout.core_state with resets where episodes start
-    (agents/policy.apply_time_major): it must reproduce the actor's log-probs exactly, in a
+    (agents/unroll.apply_time_major): it must reproduce the actor's log-probs exactly, in a
     second rollout that starts mid-episode with a non-zero state and crosses episode ends."""
-    from agents import policy
+    from agents import unroll
     agent, env = _agent(lstm=1)
     net = _network(env, lstm=1)
     state = _init(agent, env)
@@ -151,7 +148,7 @@ def test_recurrent_core_state_matches_what_the_actor_used():
     _, ro, _ = run(runner)
     assert float(np.abs(np.asarray(jax.tree.leaves(ro.core_state)[0])).max()) > 1e-3
     assert not bool(ro.valid.all())
-    pol, _ = policy.apply_time_major(net, state.params, jax.tree.map(lambda x: x[:-1], ro.obs),
+    pol, _ = unroll.apply_time_major(net, state.params, jax.tree.map(lambda x: x[:-1], ro.obs),
                                      ro.core_state, ro.valid)
     logp = net.dist.log_prob(pol, ro.action)
     np.testing.assert_allclose(logp, ro.extras["logp"], rtol=1e-5, atol=1e-5)

@@ -5,16 +5,13 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 import examples.driving  # noqa: F401  registers Driving-v0 and driving_net
 from examples.driving import config as driving_config
 from examples.driving.env import CRASH, DrivingEnv
 from experiments import train
-import pytest  # noqa: E402
-
-pytestmark = pytest.mark.slow  # learning runs / several processes: `-m "not slow"` skips
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests.helpers import ROOT, quiet_config
 
 
 def _act(n, steer=0.0, throttle=0.0, signal=0):
@@ -69,17 +66,13 @@ def test_unsignalled_lane_change_costs_one_later():
 
 
 def _smoke(config, tmp_path):
-    config.run_dir = str(tmp_path / "run")
-    config.num_envs = 8
-    config.unroll_length = 8
-    config.total_env_steps = 128
-    config.console_every_s = 1e9
-    config.checkpoint_keep = 0
-    config.network.torso_kwargs.conv_channels = (4,)
-    config.network.torso_kwargs.hidden = 16
-    return config
+    return quiet_config(config, tmp_path / "run", num_envs=8, unroll_length=8,
+                        total_env_steps=128, checkpoint_keep=0,
+                        **{"network.torso_kwargs.conv_channels": (4,),
+                           "network.torso_kwargs.hidden": 16})
 
 
+@pytest.mark.slow  # a training run: `-m "not slow"` skips
 def test_ppo_command_smoke(tmp_path):
     config = _smoke(driving_config.get_config("ppo"), tmp_path)
     config.agent.num_epochs = 1
@@ -88,9 +81,10 @@ def test_ppo_command_smoke(tmp_path):
     assert result.updates == 2 and np.isfinite(result.last_metrics["loss/total"])
 
 
+@pytest.mark.slow  # a training run in a subprocess: `-m "not slow"` skips
 def test_impala_command_line_smoke(tmp_path):
     """The documented command, as a subprocess (argument parsing, registration by import)."""
-    cmd = [sys.executable, "examples/driving/train.py",
+    cmd = [sys.executable, "-m", "examples.driving.train",
            "--config=examples/driving/config.py:impala", f"--config.run_dir={tmp_path}/run",
            "--config.num_envs=8", "--config.unroll_length=8", "--config.total_env_steps=128",
            "--config.checkpoint_keep=0", "--config.network.torso_kwargs.conv_channels=(4,)",

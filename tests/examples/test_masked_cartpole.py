@@ -1,6 +1,5 @@
 """The masked-CartPole example: the observation really hides the velocities (and adds the
 configured noise), and its documented command runs."""
-import os
 import subprocess
 import sys
 
@@ -8,13 +7,10 @@ import numpy as np
 import pytest
 
 import examples.masked_cartpole  # noqa: F401  registers MaskedCartPole-v1
+from examples.masked_cartpole import config as masked_config
 from sebulba import envs
 from sebulba.evaluation import eval_env_config
-from examples.masked_cartpole import config as masked_config
-
-pytestmark = pytest.mark.slow  # learning runs / several processes: `-m "not slow"` skips
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests.helpers import ROOT
 
 
 def _env(noise_std: float, n: int = 2):
@@ -44,9 +40,10 @@ def test_noise_is_added_and_checked():
         envs.make_env(eval_env_config(config), 1, seed=0).reset()
 
 
+@pytest.mark.slow  # a training run in a subprocess: `-m "not slow"` skips
 def test_documented_command_runs(tmp_path):
     proc = subprocess.run(
-        [sys.executable, "examples/masked_cartpole/train.py",
+        [sys.executable, "-m", "examples.masked_cartpole.train",
          "--config=examples/masked_cartpole/config.py:debug", f"--config.run_dir={tmp_path}"],
         cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]

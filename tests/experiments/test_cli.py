@@ -8,11 +8,11 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests.helpers import ROOT, write_user_env_module
+
 CLASSIC = "--config=experiments/configs/impala_classic.py"
 
 
@@ -32,7 +32,7 @@ def _run(script: str, *args: str, cwd: str = ROOT, timeout: int = 300, **env_var
     # agent field values (was: two chained tracebacks)
     (["--config.agent.learning_rate=-1"], ["agent.learning_rate=-1.0 must be positive"]),
     (["--config.network.torso=impala_resnt"],
-     ["network.torso='impala_resnt' is not a torso; allowed: ", "Did you mean 'impala_resnet'"]),
+     ["network.torso='impala_resnt': unknown torso", "Did you mean 'impala_resnet'"]),
     (["--config.eval_policy=greedyy"], ["eval_policy='greedyy'", "Did you mean 'greedy'"]),
     (["--config.num_envs=abc"], ["--config.num_envs=abc", "invalid literal for int()"]),
     (["--config.num_envs=0"], ["num_envs=0 must be a positive integer"]),
@@ -64,22 +64,10 @@ def test_verbose_or_the_environment_variable_shows_the_traceback(tmp_path):
         assert proc.returncode != 0 and "Traceback" in proc.stderr, (args, env)
 
 
-USER_MODULE = textwrap.dedent('''
-    """A user's env, registered at import (what `--import` is for)."""
-    import gymnasium
-    from sebulba import adapters, registry
-
-    def make(num_envs, seed, env_config):
-        return adapters.gymnasium_env(lambda: gymnasium.make("CartPole-v1"), num_envs, seed)
-
-    registry.register_env("UserCartPole-cli-v0", make)
-''')
-
-
 @pytest.mark.parametrize("script, how", [("train.py", "file"), ("impala_atari.py", "module")])
 def test_import_flag_registers_a_user_env_for_training(script, how, tmp_path):
     """Was: `Unknown command line flag 'import'` (README: the scripts take --import)."""
-    (tmp_path / "user_envs_cli.py").write_text(USER_MODULE)
+    write_user_env_module(tmp_path / "user_envs_cli.py", "UserCartPole-cli-v0")
     module = str(tmp_path / "user_envs_cli.py") if how == "file" else "user_envs_cli"
     args = (f"--config={ROOT}/experiments/configs/impala_classic.py",
             "--config.env.name=UserCartPole-cli-v0", "--config.total_env_steps=512",

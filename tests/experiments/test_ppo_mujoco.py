@@ -10,12 +10,11 @@ import numpy as np
 from experiments import ppo_mujoco
 from experiments.configs import ppo_mujoco as configs
 from sebulba import envs
+from tests.helpers import quiet_config
 
 
 def test_halfcheetah_debug_run(tmp_path):
-    config = configs.get_config("debug")
-    config.run_dir = str(tmp_path)
-    config.checkpoint_keep = 0
+    config = quiet_config(configs.get_config("debug"), tmp_path, checkpoint_keep=0)
     actions = []
 
     def make_env(n, seed):  # EnvPool, recording the actions the actors send

@@ -11,7 +11,7 @@ import pytest
 from gymnasium import spaces
 
 import networks
-from agents import policy
+from agents import acting, evaluation, unroll
 from sebulba.agent import reset_core_state
 
 T, B, OBS = 7, 3, 5
@@ -29,7 +29,7 @@ def _step_by_step(net, params, obs, state, reset):
     outs = []
     for t in range(obs.shape[0]):
         state = reset_core_state(state, reset[t], net.initial_state(B))
-        out, state = policy.step_network(net, params, obs[t], state)
+        out, state = acting.step_network(net, params, obs[t], state)
         outs.append(out)
     return jax.tree.map(lambda *x: jnp.stack(x), *outs), state
 
@@ -42,7 +42,7 @@ def test_unroll_with_resets_equals_stepping(shared, space):
     rng = np.random.default_rng(0)
     obs = jnp.asarray(rng.normal(size=(T, B, OBS)), jnp.float32)
     reset = jnp.asarray(rng.random((T, B)) < 0.3).at[0, 1].set(True)
-    params = policy.init_params(net, jax.random.key(0), obs[0])
+    params = acting.init_params(net, jax.random.key(0), obs[0])
     # A non-zero start state, as carried over from a previous rollout.
     state = jax.tree.map(lambda x: jnp.asarray(rng.normal(size=x.shape), jnp.float32),
                          net.initial_state(B))
@@ -59,7 +59,7 @@ def test_reset_zeroes_the_carried_state():
     """A reset at step 0 makes the unroll independent of the incoming state."""
     net = _net()
     obs = jnp.ones((T, B, OBS))
-    params = policy.init_params(net, jax.random.key(1), obs[0])
+    params = acting.init_params(net, jax.random.key(1), obs[0])
     reset = jnp.zeros((T, B), bool).at[0].set(True)
     junk = jax.tree.map(lambda x: x + 3.0, net.initial_state(B))
     (_, v1), s1 = net.apply(params, obs, junk, reset)
@@ -71,24 +71,24 @@ def test_reset_zeroes_the_carried_state():
 def test_learner_resets_follow_the_reset_steps():
     """reset[t] = not valid[t-1]; step 0 starts from the stored (already reset) state."""
     valid = jnp.asarray([[1, 1], [0, 1], [1, 0], [1, 1]], bool)
-    np.testing.assert_array_equal(policy.core_resets(valid, 5),
+    np.testing.assert_array_equal(unroll.core_resets(valid, 5),
                                   [[0, 0], [0, 0], [1, 0], [0, 1], [0, 0]])
-    np.testing.assert_array_equal(policy.core_resets(valid, 4), policy.core_resets(valid, 5)[:4])
+    np.testing.assert_array_equal(unroll.core_resets(valid, 4), unroll.core_resets(valid, 5)[:4])
 
 
 def test_greedy_step_is_the_mode_and_carries_the_state():
     net = _net()
     obs = jnp.asarray(np.random.default_rng(2).normal(size=(B, OBS)), jnp.float32)
-    params = policy.init_params(net, jax.random.key(2), obs)
-    ap = policy.ActorParams(params, None)
+    params = acting.init_params(net, jax.random.key(2), obs)
+    ap = acting.ActorParams(params, None)
     first = jnp.ones(B, bool)
-    action, state = policy.greedy_step(net, ap, obs, net.initial_state(B), first, 10.0)
-    (pi, _), expected = policy.step_network(net, params, obs, net.initial_state(B))
+    action, state = evaluation.greedy_step(net, ap, obs, net.initial_state(B), first, 10.0)
+    (pi, _), expected = acting.step_network(net, params, obs, net.initial_state(B))
     np.testing.assert_array_equal(action, jnp.argmax(pi, -1))
     jax.tree.map(np.testing.assert_allclose, state, expected)
     ff = networks.ActorCritic(torso=networks.MLP((16,)), num_actions=4)
-    p_ff = policy.init_params(ff, jax.random.key(0), obs)
-    a_ff, s_ff = policy.greedy_step(ff, policy.ActorParams(p_ff, None), obs, None, None, 10.0)
+    p_ff = acting.init_params(ff, jax.random.key(0), obs)
+    a_ff, s_ff = evaluation.greedy_step(ff, acting.ActorParams(p_ff, None), obs, None, None, 10.0)
     assert s_ff is None and a_ff.shape == (B,)
 
 
@@ -97,15 +97,15 @@ def test_greedy_actor_resets_like_the_training_actor():
     (done at t -> reset step t+1 -> new episode at t+2), as sebulba/actor.py does."""
     net = _net()
     obs = jnp.asarray(np.random.default_rng(3).normal(size=(4, B, OBS)), jnp.float32)
-    params = policy.init_params(net, jax.random.key(3), obs[0])
-    ap = policy.ActorParams(params, None)
+    params = acting.init_params(net, jax.random.key(3), obs[0])
+    ap = acting.ActorParams(params, None)
     done = np.zeros((4, B), bool)
     done[0, 0] = True  # env 0: step 1 is a reset step, step 2 starts a new episode
-    actor = policy.greedy_actor(net, ap, 10.0, B)
+    actor = evaluation.greedy_actor(net, ap, 10.0, B)
     state = net.initial_state(B)
     for t, reset in enumerate([[1, 1, 1], [0, 0, 0], [1, 0, 0], [0, 0, 0]]):
         action = actor.act(obs[t], jax.random.key(t))
-        a, state = policy.greedy_step(net, ap, obs[t], state, jnp.asarray(reset, bool), 10.0)
+        a, state = evaluation.greedy_step(net, ap, obs[t], state, jnp.asarray(reset, bool), 10.0)
         np.testing.assert_array_equal(action, a)
         actor.observe(done[t], np.zeros(B, bool))
     jax.tree.map(lambda x, y: np.testing.assert_allclose(x, y, rtol=1e-6), actor._state, state)

@@ -2,13 +2,11 @@
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
-import ml_collections
 import numpy as np
 import pytest
 from gymnasium import spaces
 
 import networks
-from sebulba import experiment
 
 
 class TwoLayer(nn.Module):
@@ -19,30 +17,63 @@ class TwoLayer(nn.Module):
         return nn.relu(nn.Dense(self.width)(obs["x"]))
 
 
-def test_registered_torso_is_built_by_make_network_with_torso_kwargs():
+@pytest.fixture
+def registered():
+    """Registers TwoLayer as "two_layer_test" and removes it afterwards."""
     networks.register_torso("two_layer_test", TwoLayer)
-    networks.register_torso("two_layer_test", TwoLayer)  # the same class again: no clash
-    config = ml_collections.ConfigDict(dict(
-        env=dict(name="t"), network=dict(torso="two_layer_test", shared_torso=True,
-                                         torso_kwargs=dict(width=5))))
-    net = experiment.make_network(config, spaces.Discrete(3))
+    yield "two_layer_test"
+    networks.TORSOS.unregister("two_layer_test")
+
+
+def test_registered_torso_is_built_by_build_network_with_torso_kwargs(registered):
+    networks.register_torso(registered, TwoLayer)  # the same class again: no clash
+    cfg = networks.NetworkConfig(torso=registered, torso_kwargs=dict(width=5))
+    net = networks.build_network(cfg, spaces.Discrete(3))
     obs = {"x": np.ones((2, 4), np.float32)}
     params = net.init(jax.random.key(0), obs)
     assert params["params"]["torso"]["Dense_0"]["kernel"].shape == (4, 5)
-    config.network.torso_kwargs = dict(widht=5)
+    cfg = networks.NetworkConfig(torso=registered, torso_kwargs=dict(widht=5))
     with pytest.raises(TypeError, match=r"torso 'two_layer_test' \(TwoLayer\) cannot be built "
                                         r"with arguments \{'widht': 5\}"):
-        experiment.make_network(config, spaces.Discrete(3))
+        networks.build_network(cfg, spaces.Discrete(3))
 
 
 def test_register_torso_refuses_clashes():
-    with pytest.raises(ValueError, match=r"torso 'mlp' is already registered"):
+    with pytest.raises(ValueError, match=r"torso 'mlp' is built in .* cannot be replaced"):
         networks.register_torso("mlp", TwoLayer)
+    assert networks.TORSOS["mlp"] is networks.MLP
     networks.register_torso("clash_test", TwoLayer)
-    with pytest.raises(ValueError, match=r"pass overwrite=True"):
-        networks.register_torso("clash_test", networks.MLP)
-    networks.register_torso("clash_test", networks.MLP, overwrite=True)
-    assert networks.TORSOS["clash_test"] is networks.MLP
+    try:
+        with pytest.raises(ValueError, match=r"pass overwrite=True"):
+            networks.register_torso("clash_test", networks.MLP)
+        networks.register_torso("clash_test", networks.MLP, overwrite=True)
+        assert networks.TORSOS["clash_test"] is networks.MLP
+    finally:
+        networks.TORSOS.unregister("clash_test")
+
+
+@pytest.mark.parametrize("name,cls,error,match", [
+    ("", TwoLayer, ValueError, r"torso name must be a non-empty string, got ''"),
+    ("not_callable", 3, TypeError, r"torso 'not_callable' must be a flax module class"),
+])
+def test_register_torso_rejects_bad_names_and_classes(name, cls, error, match):
+    with pytest.raises(error, match=match):
+        networks.register_torso(name, cls)
+    assert name not in networks.TORSOS
+
+
+def test_torsos_read_like_a_mapping(registered):
+    assert {"nature_cnn", "impala_resnet", "mlp", registered} <= set(networks.TORSOS)
+    assert sorted(networks.TORSOS) == networks.TORSOS.names()
+    assert networks.TORSOS[registered] is TwoLayer
+    with pytest.raises(KeyError):
+        networks.TORSOS["nope"]
+
+
+def test_unknown_torso_lists_close_matches_and_how_to_add_one():
+    with pytest.raises(ValueError, match=r"unknown torso 'mpl'\. Did you mean 'mlp'\?") as exc:
+        networks.make_torso("mpl")
+    assert "networks.register_torso" in str(exc.value)
 
 
 def test_mlp_concatenates_dict_leaves():

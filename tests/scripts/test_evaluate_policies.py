@@ -1,7 +1,6 @@
 """scripts/evaluate.py acts as the actors do (any action head, normalised observations); the
 scripts load environments that a user module registers (`--import`)."""
 import json
-import textwrap
 
 import jax
 import jax.numpy as jnp
@@ -9,32 +8,22 @@ import numpy as np
 import pytest
 
 from agents import normalization
-from experiments import train
 from experiments.configs import ppo_mujoco
 from scripts import evaluate
-from sebulba import checkpoint, envs, experiment, registry
+from sebulba import registry, user_modules
+from tests.helpers import (build_agent, classic_config, quiet_config, save_state,
+                           write_user_env_module)
 
 
 def _save(config, state, directory) -> None:
-    ckpt = checkpoint.Checkpointer(str(directory), metadata={
-        "experiment": "ppo", "config": json.loads(config.to_json())})
-    ckpt.close(checkpoint.Progress(state, 0, 0))
-
-
-def _agent(config):
-    probe = envs.make_env(experiment.env_config(config), 2, 0)
-    obs = probe.reset()
-    network = experiment.make_network(config, probe.action_space)
-    probe.close()
-    agent = train.agent_spec(config).build(network, config, 1)
-    return network, agent, obs
+    save_state(directory, state, "ppo", json.loads(config.to_json()))
 
 
 def test_greedy_gaussian_policy_uses_the_mean_and_the_observation_statistics(tmp_path):
-    config = ppo_mujoco.get_config("pendulum")  # obs_norm on, clipped Gaussian in [-2, 2]
-    config.run_dir = str(tmp_path / "run")
+    # obs_norm on, clipped Gaussian in [-2, 2]
+    config = quiet_config(ppo_mujoco.get_config("pendulum"), tmp_path / "run")
     assert config.agent.obs_norm
-    network, agent, obs = _agent(config)
+    network, agent, obs = build_agent(config, num_envs=2)
     state = agent.init(jax.random.key(1), obs)
     # Statistics far from the initial (0, 1): a policy that ignored them would act differently.
     stats = normalization.RunningStats(jnp.asarray(50.0), jnp.full(3, 0.7), jnp.full(3, 9.0))
@@ -58,26 +47,13 @@ def test_greedy_gaussian_policy_uses_the_mean_and_the_observation_statistics(tmp
     assert report["episodes"] == 2 and report["length_mean"] == 200  # Pendulum's time limit
 
 
-USER_MODULE = textwrap.dedent('''
-    """A user's env, registered at import (what `--import` is for)."""
-    from sebulba import adapters, registry
-    import gymnasium
-
-    def make(num_envs, seed, env_config):
-        return adapters.gymnasium_env(lambda: gymnasium.make("CartPole-v1"), num_envs, seed)
-
-    registry.register_env("UserCartPole-test-v0", make, overwrite=True)
-''')
-
-
 def test_import_flag_loads_a_user_registered_env(tmp_path):
     module = tmp_path / "user_envs.py"
-    module.write_text(USER_MODULE)
-    evaluate.import_modules([str(module)])
+    write_user_env_module(module, "UserCartPole-test-v0")
+    user_modules.import_modules([str(module)])
     try:
-        from tests.helpers import classic_config
         config = classic_config(tmp_path, **{"env.name": "UserCartPole-test-v0"})
-        network, agent, obs = _agent(config)
+        network, agent, obs = build_agent(config, num_envs=2)
         _save(config, agent.init(jax.random.key(0), obs), tmp_path / "run" / "checkpoints")
     finally:
         registry.unregister_env("UserCartPole-test-v0")
@@ -91,7 +67,7 @@ def test_import_flag_loads_a_user_registered_env(tmp_path):
 
 def test_import_flag_names_a_module_that_does_not_import():
     with pytest.raises(ValueError, match="--import 'no_such_module_xyz' failed"):
-        evaluate.import_modules(["no_such_module_xyz"])
+        user_modules.import_modules(["no_such_module_xyz"])
 
 
 def test_benchmark_takes_a_user_env_with_dict_observations_and_mixed_actions():

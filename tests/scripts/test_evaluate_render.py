@@ -8,20 +8,36 @@ import pytest
 from experiments import impala_atari
 from experiments.configs import impala_atari as atari_cfg
 from scripts import evaluate, render
-from sebulba import checkpoint, envs, experiment
-from tests.helpers import classic_config
+from tests.helpers import build_agent, classic_config, quiet_config, save_state
 
 
-def _save_untrained(config, directory: str) -> None:
-    """The freshly initialised agent of `config`, saved as a checkpoint (the baseline)."""
-    probe = envs.make_env(experiment.env_config(config), 1, 0)
-    obs = probe.reset()
-    network = experiment.make_network(config, probe.action_space)
-    probe.close()
-    state = impala_atari.make_agent(network, config.agent, 1).init(jax.random.key(0), obs)
-    ckpt = checkpoint.Checkpointer(directory, metadata={
-        "experiment": "impala", "config": json.loads(config.to_json())})
-    ckpt.close(checkpoint.Progress(state, 0, 0))
+def _save_untrained(config, directory: str, experiment: str = "impala",
+                    saved: dict | None = None) -> None:
+    """The freshly initialised agent of `config`, saved as a checkpoint (the baseline) whose
+    metadata holds `saved` (default: `config`) as the run's config."""
+    _, agent, obs = build_agent(config)
+    save_state(directory, agent.init(jax.random.key(0), obs), experiment,
+               saved or json.loads(config.to_json()))
+
+
+def test_evaluate_rebuilds_a_checkpoint_of_an_older_or_resumed_run(tmp_path):
+    """A config saved before `agent_name` existed names its agent by the checkpoint's
+    experiment; the training run's resume source (rotated away since) is not needed."""
+    config = classic_config(tmp_path)
+    saved = json.loads(config.to_json())
+    del saved["agent_name"]
+    saved["resume"] = str(tmp_path / "gone" / "checkpoints" / "7")
+    _save_untrained(config, str(tmp_path / "old" / "checkpoints"), saved=saved)
+    policy = evaluate.load_policy(str(tmp_path / "old"))
+    assert policy.sections.spec.name == "impala" and "agent_name" not in policy.config
+    report = evaluate.main([str(tmp_path / "old"), "--episodes", "2", "--num_envs", "2"])
+    assert report["experiment"] == "impala" and report["episodes"] == 2
+
+    # Neither an agent_name nor an experiment that is an agent: one error saying what to do.
+    _save_untrained(config, str(tmp_path / "mine" / "checkpoints"), experiment="my_run",
+                    saved=saved)
+    with pytest.raises(ValueError, match="experiment 'my_run' is not a registered agent"):
+        evaluate.load_policy(str(tmp_path / "mine"))
 
 
 def test_evaluate_trained_cartpole_beats_untrained(tmp_path):
@@ -44,10 +60,9 @@ def test_evaluate_trained_cartpole_beats_untrained(tmp_path):
 
 @pytest.fixture(scope="module")
 def breakout_run(tmp_path_factory):
-    config = atari_cfg.get_config("debug")  # 4 updates of 64 steps
-    config.env.name = "Breakout-v5"
-    config.run_dir = str(tmp_path_factory.mktemp("breakout") / "run")
-    config.console_every_s = 1e9
+    config = quiet_config(atari_cfg.get_config("debug"),  # 4 updates of 64 steps
+                          tmp_path_factory.mktemp("breakout") / "run",
+                          **{"env.name": "Breakout-v5"})
     impala_atari.run(config)
     return config.run_dir
 

@@ -16,7 +16,7 @@ REPS = 300  # enough for a 95% interval to be stable to ~0.1 here, and quick
 
 def _write_run(path: Path, seed: int, final: float, env: str = "Pong-v5", lr: float = 1e-3,
                steps: int = 1000, points: int = 11, summary: bool = True, sweep: dict = None):
-    """A run dir as sebulba/experiment.py writes it: the return rises linearly from 0 to
+    """A run dir as experiments/wiring/run.py writes it: the return rises linearly from 0 to
     `final` over `steps` env steps (so at step k it is final * k / steps)."""
     path.mkdir(parents=True)
     config = {"seed": seed, "run_dir": str(path), "env": {"name": env},

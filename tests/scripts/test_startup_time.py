@@ -3,14 +3,13 @@ turns on, and scripts/study_table.py (the GPU study's table)."""
 import csv
 import os
 
+import pytest
+
 from scripts import startup_time, study_table
-import pytest  # noqa: E402
-
-pytestmark = pytest.mark.slow  # learning runs / several processes: `-m "not slow"` skips
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests.helpers import ROOT
 
 
+@pytest.mark.slow  # a run in a subprocess, timed to its first update: `-m "not slow"` skips
 def test_startup_time_reports_the_first_update_and_the_cache_fills(tmp_path):
     cache, out = tmp_path / "cache", tmp_path / "startup.csv"
     startup_time.main(["--csv", str(out), "--label", "cartpole", "--timeout", "300", "--",

@@ -12,16 +12,14 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 from experiments import impala_atari  # noqa: E402
 from experiments.configs import impala_classic  # noqa: E402
-from sebulba import experiment  # noqa: E402
+from tests.helpers import quiet_config  # noqa: E402
 
 
 def main(mode: str, run_dir: str) -> None:
-    config = impala_classic.get_config()
-    config.run_dir = run_dir
-    config.console_every_s = 0.0
-    config.num_actor_threads = 2
-    config.learner_device_ids = (1, 2)
-    config.total_env_steps = 10_000_000 if mode == "long" else 200_000
+    # Console lines every update: the tests wait for them.
+    config = quiet_config(impala_classic.get_config(), run_dir, console_every_s=0.0,
+                          num_actor_threads=2, learner_device_ids=(1, 2),
+                          total_env_steps=10_000_000 if mode == "long" else 200_000)
     hook = wrap_env = None
     if mode == "actor_error":
         calls = {"n": 0}
@@ -35,8 +33,7 @@ def main(mode: str, run_dir: str) -> None:
         config.stall_warning_s = 3.0
         config.join_timeout_s = 2.0
         wrap_env = faulty("block", 40, pools=1)
-    experiment.run(config, impala_atari.make_agent, name="fault", actor_hook=hook,
-                   wrap_env=wrap_env)
+    impala_atari.run(config, name="fault", actor_hook=hook, wrap_env=wrap_env)
 
 
 if __name__ == "__main__":

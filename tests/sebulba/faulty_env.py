@@ -1,6 +1,6 @@
 """Fault injection for runtime tests: an env wrapper that misbehaves on cue.
 
-`faulty(kind, at_step, env_index, pools)` returns a `wrap_env` for `sebulba.experiment.run`:
+`faulty(kind, at_step, env_index, pools)` returns a `wrap_env` for `experiments.wiring.run`:
 the first `pools` env pools that actually step (the runtime's one-env probe only resets)
 misbehave at their step `at_step` in env `env_index`; later pools (e.g. rebuilt after a
 restart) behave.

@@ -28,13 +28,13 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from experiments import impala_atari  # noqa: E402
+from experiments import wiring  # noqa: E402
 from experiments.configs import impala_classic  # noqa: E402
-from sebulba import experiment  # noqa: E402
+from tests.helpers import agent_with, quiet_config  # noqa: E402
 
 
 def _slow_update(at_update: int, stuck: bool = False):
-    """make_agent whose update `at_update` also runs a few seconds of matrix products (or,
+    """IMPALA whose update `at_update` also runs a few seconds of matrix products (or,
     `stuck`, a long C call in a host callback)."""
     def block_in_c():
         a = np.random.default_rng(0).random((3000, 3000), dtype=np.float32)
@@ -47,16 +47,14 @@ def _slow_update(at_update: int, stuck: bool = False):
         # too close to the signals' timing on a fast machine).
         return jax.lax.fori_loop(0, 60, lambda i, y: jnp.tanh(y @ y / 1500.0), x).mean()
 
-    def make_agent(network, agent_config, num_updates):
-        agent = impala_atari.make_agent(network, agent_config, num_updates)
-
+    def transform(agent):
         def learn_step(state, rollout, axis_name):
             new_state, metrics = agent.learn_step(state, rollout, axis_name)
             x = jnp.ones((1500, 1500), jnp.float32)
             busy = jax.lax.cond(state.update + 1 == at_update, heavy, lambda x: x[0, 0], x)
             return new_state, {**metrics, "test/busy": busy}  # used, so never pruned
         return dataclasses.replace(agent, learn_step=learn_step)
-    return make_agent
+    return agent_with(transform)
 
 
 def _signal_after(update: int, count: int, sig: signal.Signals):
@@ -76,16 +74,13 @@ def _signal_after(update: int, count: int, sig: signal.Signals):
 
 def main(run_dir: str, count: int, at_update: int, sig: str = "SIGINT",
          mode: str = "") -> None:
-    config = impala_classic.get_config()
-    config.run_dir = run_dir
-    config.console_every_s = 0.0
-    config.actor_device_ids = (0,)
-    config.learner_device_ids = (1,)  # one learner device: the callback runs once per update
-    config.checkpoint_every_updates = 0
-    config.checkpoint_every_minutes = 0.0
-    config.total_env_steps = 10_000_000
-    experiment.run(config, _slow_update(at_update, mode == "stuck"), name="signal",
-                   on_update=_signal_after(at_update - 1, count, signal.Signals[sig]))
+    config = quiet_config(impala_classic.get_config(), run_dir, console_every_s=0.0,
+                          actor_device_ids=(0,),
+                          learner_device_ids=(1,),  # one device: the callback runs once per update
+                          checkpoint_every_updates=0, checkpoint_every_minutes=0.0,
+                          total_env_steps=10_000_000)
+    wiring.run(config, agent=_slow_update(at_update, mode == "stuck"), name="signal",
+               on_update=_signal_after(at_update - 1, count, signal.Signals[sig]))
 
 
 if __name__ == "__main__":

@@ -17,7 +17,6 @@ steps with inference, with two half-pools. From the rollouts taken out of the th
 from __future__ import annotations
 
 import inspect
-import queue
 
 import jax
 import jax.numpy as jnp
@@ -28,8 +27,8 @@ from gymnasium import spaces
 from sebulba.actor import ActorThread
 from sebulba.agent import Agent
 from sebulba.envs import TimeStep
-from sebulba.pipeline import Lifetime, ParamsSource
 from sebulba.topology import make_topology
+from tests.helpers import run_actor
 
 LENGTH = 5        # steps per episode
 NUM_ENVS = 4
@@ -106,24 +105,13 @@ _OVERLAP = (["off", "on"] if "make_env_sized" in inspect.signature(ActorThread).
 def _collect(truncate: bool, overlap: str | None):
     """Runs a real ActorThread until NUM_ROLLOUTS messages are out; returns them on the host."""
     topo = make_topology((0,), (1, 2), NUM_ENVS)
-    lifetime, out = Lifetime(), queue.Queue(maxsize=NUM_ROLLOUTS)
-    params = ParamsSource([jax.devices()[0]], lifetime)
-    params.publish({"shift": jnp.zeros((), jnp.int32)}, 0)
     extra = {} if overlap is None else dict(
         overlap=overlap, make_env_sized=lambda n, seed: FiveStepEnv(n, seed, truncate))
-    actor = ActorThread(actor_id=0, device=jax.devices()[0], agent=_trivial_agent(),
-                        make_env=lambda seed: FiveStepEnv(NUM_ENVS, seed, truncate), seed=SEED,
-                        unroll_length=UNROLL, params=params, out_queue=out,
-                        learner_sharding=topo.local_batch_sharded(), lifetime=lifetime,
-                        **extra)
-    actor.start()
-    try:
-        msgs = [out.get(timeout=120) for _ in range(NUM_ROLLOUTS)]
-    finally:
-        lifetime.stop()
-        actor.join(timeout=30)
-    assert not actor.is_alive()
-    lifetime.raise_if_failed()
+    msgs, actor = run_actor(NUM_ROLLOUTS, {"shift": jnp.zeros((), jnp.int32)},
+                            agent=_trivial_agent(),
+                            make_env=lambda seed: FiveStepEnv(NUM_ENVS, seed, truncate),
+                            seed=SEED, unroll_length=UNROLL,
+                            learner_sharding=topo.local_batch_sharded(), **extra)
     if overlap is not None:  # the half-pool path really ran (or really did not)
         assert actor.overlapping == (overlap == "on")
     return [(jax.device_get(m.rollout), m.episodes) for m in msgs]

@@ -29,6 +29,7 @@ from sebulba.actor import ActorThread
 from sebulba.agent import Agent
 from sebulba.envs import EnvConfig, TimeStep, make_env
 from sebulba.pipeline import Lifetime, ParamsSource
+from tests.helpers import classic_config, run_actor
 
 
 class ClockEnv:
@@ -100,29 +101,20 @@ def _run(agent, make_env_sized, num_envs, overlap, T, n_rollouts, seed=11, timeo
          synchronous=False):
     """Starts an ActorThread, returns (rollouts on the host, messages, arrival times, thread).
     `synchronous`: an on-policy actor; a new parameter version follows each rollout."""
-    device = jax.devices()[0]
-    lifetime, out = Lifetime(), queue.Queue(maxsize=n_rollouts + 2)
-    params = ParamsSource([device], lifetime)
-    params.publish({"w": jnp.float32(0.5)}, 0)
-    actor = ActorThread(actor_id=0, device=device, agent=agent,
-                        make_env=lambda s: make_env_sized(num_envs, s), seed=seed,
-                        unroll_length=T, params=params, out_queue=out,
-                        learner_sharding=SingleDeviceSharding(device), lifetime=lifetime,
-                        make_env_sized=make_env_sized, overlap=overlap, num_envs=num_envs,
-                        synchronous=synchronous)
-    actor.start()
-    msgs, arrivals = [], []
-    try:
-        for k in range(n_rollouts):
-            msgs.append(out.get(timeout=timeout))
-            arrivals.append(time.perf_counter())
-            if synchronous:
-                params.publish({"w": jnp.float32(0.5 + k + 1)}, k + 1)
-    finally:
-        lifetime.stop()
-        actor.join(timeout=30)
-    assert not actor.is_alive()
-    lifetime.raise_if_failed()
+    arrivals = []
+
+    def on_message(k, message, params):
+        arrivals.append(time.perf_counter())
+        if synchronous:
+            params.publish({"w": jnp.float32(0.5 + k + 1)}, k + 1)
+
+    msgs, actor = run_actor(n_rollouts, {"w": jnp.float32(0.5)}, queue_size=n_rollouts + 2,
+                            timeout=timeout, on_message=on_message, agent=agent,
+                            make_env=lambda s: make_env_sized(num_envs, s), seed=seed,
+                            unroll_length=T,
+                            learner_sharding=SingleDeviceSharding(jax.devices()[0]),
+                            make_env_sized=make_env_sized, overlap=overlap,
+                            num_envs=num_envs, synchronous=synchronous)
     return [jax.device_get(m.rollout) for m in msgs], msgs, arrivals, actor
 
 
@@ -294,7 +286,6 @@ def test_runtime_trains_with_overlapped_actors(tmp_path):
     """The runner hands RuntimeConfig.actor_overlap and the sized env factory to its actors:
     a CartPole run with half-pools counts every step and episode."""
     from experiments import impala_atari
-    from tests.helpers import classic_config
     config = classic_config(tmp_path, num_actor_threads=2, num_envs=6, unroll_length=8,
                             total_env_steps=2 * 6 * 8 * 12, actor_overlap="on")
     result = impala_atari.run(config)

@@ -10,9 +10,10 @@ import optax
 import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from experiments import impala_atari
-from sebulba import checkpoint, envs, experiment
-from tests.helpers import classic_config
+from experiments import impala_atari, wiring
+from sebulba import checkpoint
+from sebulba.validation import ConfigError
+from tests.helpers import classic_config, restore_run
 
 
 class _State(NamedTuple):  # like a PPO learner state: params, optax state, counter, key, stats
@@ -29,19 +30,6 @@ def _state(width: int = 3) -> _State:
     opt_state = opt.update(params, opt.init(params), params)[1]  # non-trivial moments
     return _State(params, opt_state, jnp.asarray(7, jnp.int32), jax.random.key(3),
                   (jnp.float32(0.5), jnp.zeros(4)))
-
-
-def restore_run(run_dir: str) -> checkpoint.Progress:
-    """Restores an IMPALA run's newest checkpoint into the learner state its config builds."""
-    meta = checkpoint.load_metadata(run_dir)
-    config = checkpoint.config_from_metadata(meta)
-    probe = envs.make_env(experiment.env_config(config), 1, 0)
-    obs = probe.reset()
-    network = experiment.make_network(config, probe.action_space)
-    probe.close()
-    agent = impala_atari.make_agent(network, config.agent, 1)
-    template = jax.eval_shape(agent.init, jax.random.key(0), obs)
-    return checkpoint.restore(run_dir, template, experiment=meta["experiment"])
 
 
 def test_save_restore_is_exact_and_keeps_last_k(tmp_path):
@@ -107,10 +95,13 @@ def test_resume_restores_state_and_continues_the_run(first_run, tmp_path):
     assert (resumed.env_steps, resumed.updates) == (4096, 16)
     assert int(resumed.learner_state.update) == 16
     assert resumed.episode_summary["episode/count"] > result.episode_summary["episode/count"]
-    steps = [json.loads(line)["step"] for line in open(f"{run_dir}/metrics.jsonl")]
+    with open(f"{run_dir}/metrics.jsonl") as f:
+        steps = [json.loads(line)["step"] for line in f]
     assert steps == list(range(256, 4097, 256))  # continues, no restart at zero, no stale line
     acc = EventAccumulator(run_dir)
     acc.Reload()
+    # Both sessions' scalars: a resume within the second the first session started in once
+    # overwrote its event file (tests/sebulba/test_logging.py).
     assert [e.step for e in acc.Scalars("loss/total")] == steps
     assert checkpoint.list_steps(f"{run_dir}/checkpoints") == [8, 16]
 
@@ -209,8 +200,8 @@ def test_resume_from_a_run_with_a_damaged_newest_checkpoint(first_run, tmp_path,
     _truncate(f"{damaged}/meta/metadata")
 
     config = classic_config(tmp_path, run_dir="", resume=damaged)
-    with pytest.raises(experiment.ConfigError) as e:
-        experiment.validate(config, devices=False)
+    with pytest.raises(ConfigError) as e:
+        wiring.read(config, devices=False)
     assert f"checkpoint {damaged} is damaged" in str(e.value)
     assert f"Intact checkpoints: {newest}" in str(e.value)
 

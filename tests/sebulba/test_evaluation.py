@@ -8,18 +8,18 @@ import jax
 import numpy as np
 import pytest
 
-from agents import policy
+from agents import evaluation
 from experiments import impala_atari
 from sebulba.envs import TimeStep
 from sebulba.evaluation import PeriodicEvaluator
-from tests.helpers import classic_config
+from tests.helpers import classic_config, read_metrics
 
 
 def test_training_logs_periodic_greedy_evaluations(tmp_path):
     config = classic_config(tmp_path, total_env_steps=40_000, eval_every_updates=40,
                             eval_episodes=6, eval_num_envs=3)
     impala_atari.run(config)  # 256 steps per update: 156 updates, evaluations at 40, 80, 120
-    rows = [json.loads(line) for line in open(tmp_path / "run" / "metrics.jsonl")]
+    rows = read_metrics(tmp_path / "run")
     evals = [r for r in rows if "eval/return_mean" in r]
     assert 1 <= len(evals) <= 3, evals  # one may be skipped or cut off by the end of the run
     for r in evals:
@@ -36,9 +36,9 @@ def test_training_logs_periodic_greedy_evaluations(tmp_path):
 
 def test_eval_actor_kinds_and_errors():
     with pytest.raises(ValueError, match="evaluation policy 'best'"):
-        policy.eval_actor("best", None, None, None, 1, 10.0)
+        evaluation.eval_actor("best", None, None, None, 1, 10.0)
     with pytest.raises(ValueError, match="needs the agent's actor_params to be"):
-        policy.eval_actor("greedy", None, None, {"w": 1}, 1, 10.0)
+        evaluation.eval_actor("greedy", None, None, {"w": 1}, 1, 10.0)
 
 
 class _EndlessEnv:

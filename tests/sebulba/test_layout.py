@@ -1,7 +1,8 @@
 """The auto layout (sebulba/layout.py): actor threads and EnvPool threads from the cores."""
 import pytest
 
-from sebulba import experiment, layout
+from experiments import wiring
+from sebulba import layout
 
 
 @pytest.mark.parametrize("cpus, devices, threads, env_threads", [
@@ -27,11 +28,11 @@ def test_resolve_layout_fills_the_config_in_place_and_says_what_it_chose():
     from experiments.configs import impala_atari
     config = impala_atari.get_config()
     assert config.num_actor_threads == 0 and config.env.num_threads == 0  # defaults: auto
-    chosen = experiment.resolve_layout(config)
+    chosen = wiring.resolve_layout(config)
     cpus = layout.usable_cpus()
     assert config.num_actor_threads == chosen.actor_threads == max(1, min(4, cpus // 8))
     assert config.env.num_threads == chosen.env_threads >= 1
-    assert experiment.runtime_config(config).batch_envs == chosen.actor_threads * config.num_envs
+    assert wiring.read(config, devices=False).runtime.batch_envs == chosen.actor_threads * config.num_envs
     text = chosen.describe(1, config.num_envs, (0,), (0,))
     assert f"x {chosen.actor_threads} thread(s) x {config.num_envs} envs" in text
     assert "auto: num_actor_threads, env.num_threads" in text
@@ -41,6 +42,6 @@ def test_bad_values_are_left_for_validation_to_name():
     from experiments.configs import impala_classic
     config = impala_classic.get_config()
     config.num_actor_threads = -1
-    assert experiment.resolve_layout(config) is None
+    assert wiring.resolve_layout(config) is None
     with pytest.raises(ValueError, match="num_actor_threads"):
-        experiment.validate(config, devices=False)
+        wiring.read(config, devices=False)

@@ -8,18 +8,15 @@ import numpy as np
 import pytest
 
 import agents.impala as impala
-import networks
 from sebulba.learner import make_learn_fn, place_learner_state
 from sebulba.topology import make_topology
-from tests.helpers import random_rollout
+from tests.helpers import ACTION_SPACES, ACTIONS, random_rollout, small_network
 
-T, B, OBS, ACTIONS = 6, 8, 4, 3
+T, B, OBS = 6, 8, 4
 
 
 def _one_update(learner_ids, rollouts, cfg):
-    net = networks.ActorCritic(torso=networks.make_torso("mlp", hidden_sizes=(16,)),
-                               num_actions=ACTIONS)
-    agent = impala.make_agent(net, cfg, num_updates=10)
+    agent = impala.make_agent(small_network(ACTION_SPACES["discrete"]), cfg, num_updates=10)
     topo = make_topology([0], learner_ids, num_envs_per_thread=B)
     state = agent.init(jax.random.key(0), rollouts[0].obs[0])
     state = place_learner_state(state, topo)
@@ -47,6 +44,5 @@ def test_sharded_update_equals_single_device(optimizer):
 
 
 def _initial_params(rollouts):
-    net = networks.ActorCritic(torso=networks.make_torso("mlp", hidden_sizes=(16,)),
-                               num_actions=ACTIONS)
+    net = small_network(ACTION_SPACES["discrete"])
     return jax.device_get(net.init(jax.random.key(0), rollouts[0].obs[0]))

@@ -10,36 +10,29 @@ tests/sebulba/first_steps.py) and the test asserts that no pool of one process m
 of the other.
 """
 import os
-import subprocess
-import sys
-import pytest  # noqa: E402
+
+import pytest
+
+from tests.helpers import ROOT
+from tests.multihost import launch_local, read_lines
 
 pytestmark = pytest.mark.slow  # learning runs / several processes: `-m "not slow"` skips
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DRIVER = os.path.join(ROOT, "tests", "sebulba", "multihost_run.py")
 UNROLL = 16
-
-
-def _read(path):
-    with open(path) as f:
-        return f.read().splitlines()
 
 
 def test_processes_start_from_different_first_rollouts(tmp_path):
     run_dir = tmp_path / "run"
     env = dict(os.environ, MULTIHOST_FIRST_ROLLOUT_STEPS=str(UNROLL))
-    proc = subprocess.run(
-        [sys.executable, "scripts/launch_local.py", "--num_processes", "2",
-         "--devices_per_process", "2", "--", DRIVER,
-         "--config=experiments/configs/impala_classic.py",
-         "--config.actor_device_ids=(0,)", "--config.learner_device_ids=(1,)",
-         f"--config.unroll_length={UNROLL}", "--config.num_envs=16",
-         "--config.total_env_steps=1024", "--config.checkpoint_keep=0",
-         f"--config.run_dir={run_dir}"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    proc = launch_local(DRIVER, [
+        "--config=experiments/configs/impala_classic.py",
+        "--config.actor_device_ids=(0,)", "--config.learner_device_ids=(1,)",
+        f"--config.unroll_length={UNROLL}", "--config.num_envs=16",
+        "--config.total_env_steps=1024", "--config.checkpoint_keep=0",
+        f"--config.run_dir={run_dir}"], env=env, timeout=300)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
-    pools = [_read(run_dir / f"first-rollouts-p{rank}.txt") for rank in (0, 1)]
+    pools = [read_lines(run_dir, f"first-rollouts-p{rank}.txt") for rank in (0, 1)]
     assert all(len(p) >= 1 for p in pools), pools
     # Same layout on both processes: the same number of actor env pools.
     assert len(pools[0]) == len(pools[1])
@@ -48,5 +41,5 @@ def test_processes_start_from_different_first_rollouts(tmp_path):
     assert not set(pools[0]) & set(pools[1]), pools
     assert len(set(pools[0] + pools[1])) == 2 * len(pools[0])
     # ... while the learners stayed in lockstep (two updates, identical parameters).
-    sums = [_read(run_dir / f"checksums-p{rank}.txt") for rank in (0, 1)]
+    sums = [read_lines(run_dir, f"checksums-p{rank}.txt") for rank in (0, 1)]
     assert len(sums[0]) == 2 and sums[0] == sums[1]

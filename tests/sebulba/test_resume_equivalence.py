@@ -4,7 +4,7 @@ Actors draw fresh environment seeds after a resume by design (EnvPool cannot sav
 state; docs/checkpoints.md "RNG state" and "Resume equivalence, measured"), so whole-run
 curves cannot match exactly. What a resume must keep is pinned here, with the runtime's own
 pieces (sebulba/learner.make_learn_fn over a Topology, sebulba/checkpoint.Checkpointer and
-restore, the horizon rule of experiment.run: schedules.resumed_horizon of the checkpoint's
+restore, the horizon rule of experiments.wiring.run: schedules.resumed_horizon of the checkpoint's
 metadata) on a fixed sequence of rollouts:
 
 - N updates in one go == N/2 updates, a checkpoint written and restored into a freshly built
@@ -21,16 +21,16 @@ import pytest
 
 import agents.impala as impala
 import agents.ppo as ppo
-import networks
 from agents import schedules
 from sebulba import checkpoint
 from sebulba.agent import Rollout
 from sebulba.learner import make_learn_fn, place_learner_state
 from sebulba.topology import make_topology
+from tests.helpers import ACTION_SPACES, episode_ends, small_network
 
 pytestmark = pytest.mark.slow  # learning runs / several processes: `-m "not slow"` skips
 
-T, B, OBS, ACTIONS = 5, 8, 4, 3
+T, B, OBS = 5, 8, 4
 N = 6  # updates in all; the split run checkpoints after N // 2
 LEARNERS = (0, 1)  # two faked learner devices: the restored state is re-placed on both
 
@@ -46,19 +46,9 @@ AGENTS = {
 }
 
 
-def _network():
-    return networks.ActorCritic(torso=networks.MLP(hidden_sizes=(16,)),
-                                action_dist=networks.from_space(_space()))
-
-
-def _space():
-    from gymnasium import spaces
-    return spaces.Discrete(ACTIONS)
-
-
 def _build(algo: str, horizon):
     make_agent, cfg = AGENTS[algo]
-    return make_agent(_network(), cfg, horizon, batch_envs=B)
+    return make_agent(small_network(ACTION_SPACES["discrete"]), cfg, horizon, batch_envs=B)
 
 
 def _rollouts(algo: str) -> list[Rollout]:
@@ -75,10 +65,7 @@ def _rollouts(algo: str) -> list[Rollout]:
             a, ex = agent.actor_step(behaviour, obs[t], jax.random.key(1000 * i + t))
             actions.append(a)
             extras.append(ex)
-        terminated = rng.random((T, B)) < 0.15
-        truncated = (rng.random((T, B)) < 0.1) & ~terminated
-        valid = np.ones((T, B), bool)
-        valid[1:] = ~(terminated | truncated)[:-1]
+        terminated, truncated, valid = episode_ends(rng, T, B, 0.15, truncate_prob=0.1)
         out.append(Rollout(obs=obs, action=np.stack(actions),
                            reward=rng.normal(size=(T, B)).astype(np.float32),
                            terminated=terminated, truncated=truncated, valid=valid,
@@ -117,7 +104,7 @@ def test_split_by_checkpoint_equals_one_go(algo, tmp_path):
     start = jax.device_get(agent.init(jax.random.key(0), obs0).params)  # (states are donated)
     whole, whole_rates = _train(agent, agent.init(jax.random.key(0), obs0), rollouts, topo)
 
-    # First session: N/2 updates, then the checkpoint experiment.run writes (with its horizon).
+    # First session: N/2 updates, then the checkpoint experiments.wiring.run writes (with its horizon).
     half = N // 2
     agent = _build(algo, schedules.Horizon(N))
     first, first_rates = _train(agent, agent.init(jax.random.key(0), obs0), rollouts[:half],
@@ -127,7 +114,7 @@ def test_split_by_checkpoint_equals_one_go(algo, tmp_path):
         "lr_horizon": schedules.Horizon(N).to_dict()})
     ckpt.close(checkpoint.Progress(first, half * T * B, half))
 
-    # Second session: a freshly built agent, the horizon rule of experiment.run, restore, N/2.
+    # Second session: a freshly built agent, the horizon rule of experiments.wiring.run, restore, N/2.
     meta = checkpoint.load_metadata(str(tmp_path))
     horizon = schedules.resumed_horizon(schedules.trained_horizon(meta), half, N)
     agent = _build(algo, horizon)

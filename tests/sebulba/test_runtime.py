@@ -1,11 +1,9 @@
 """End-to-end runtime on CartPole: 1 actor device, 2 learner devices, 2 actor threads."""
-import json
-
 import jax
 import numpy as np
 
 from experiments import impala_atari
-from tests.helpers import classic_config
+from tests.helpers import classic_config, read_metrics
 
 
 def test_runtime_end_to_end_two_learners(tmp_path):
@@ -23,7 +21,7 @@ def test_runtime_end_to_end_two_learners(tmp_path):
     assert np.isfinite(m["loss/total"]) and m["sps"] > 0
     assert 0 <= m["policy_lag/mean"] <= m["policy_lag/max"] <= 3  # bounded by queue sizes
     assert m["episode/count"] > 0
-    lines = [json.loads(l) for l in open(tmp_path / "run" / "metrics.jsonl")]
+    lines = read_metrics(tmp_path / "run")
     assert len(lines) == 40 and lines[-1]["step"] == result.env_steps
     for key in ("time/learner_step_s", "time/learner_wait_data_s", "queue/depth",
                 "time/actor/params_wait_s", "time/actor/env_s", "optim/grad_norm",

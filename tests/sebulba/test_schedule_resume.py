@@ -1,25 +1,21 @@
 """The update count a run announces is the count it runs, and the learning-rate schedule
 carries across resumes (docs/checkpoints.md): the same horizon gives the very same rates as an
 uninterrupted run, a longer one continues from the checkpoint's rate without a jump."""
-import json
 import os
 import signal
 
 import numpy as np
 
-from agents.impala.config import ImpalaConfig
 from experiments import impala_atari
-from sebulba import experiment
-from tests.helpers import classic_config
+from tests.helpers import classic_config, read_metrics
 
 
 def _run(config, **kwargs):
-    return experiment.run(config, impala_atari.make_agent, name="impala",
-                          agent_config=ImpalaConfig, **kwargs)
+    return impala_atari.run(config, **kwargs)
 
 
 def _rates(run_dir) -> dict[int, float]:
-    lines = [json.loads(line) for line in open(os.path.join(run_dir, "metrics.jsonl"))]
+    lines = read_metrics(run_dir)
     return {line["step"]: line["optim/learning_rate"] for line in lines}
 
 

@@ -3,7 +3,6 @@ after the current update and leave a checkpoint (SIGTERM, i.e. pre-emption, then
 Ctrl-C exits 130 with one line and a summary.json, no traceback). A second signal abandons
 the update in flight; every checkpoint holds the state of the update it is named after."""
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -12,11 +11,9 @@ import time
 import pytest
 
 from sebulba import checkpoint
-from tests.sebulba.test_checkpoint import restore_run
+from tests.helpers import ROOT, read_metrics, restore_run
 
 pytestmark = pytest.mark.slow  # learning runs / several processes: `-m "not slow"` skips
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _start(mode, tmp_path):
@@ -63,7 +60,7 @@ def test_signal_stops_run_and_leaves_a_loadable_checkpoint(tmp_path, sig):
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["stopped_by"] == sig.name
     saved = restore_run(str(run_dir))
-    steps = [json.loads(line)["step"] for line in open(run_dir / "metrics.jsonl")]
+    steps = [row["step"] for row in read_metrics(run_dir)]
     assert saved.updates == len(steps) > 0 and saved.env_steps == steps[-1]
 
 

@@ -5,11 +5,9 @@ import time
 
 import pytest
 
-import agents.impala as impala
-import agents.ppo as ppo
-from experiments import impala_atari, ppo_atari
+from experiments import impala_atari, ppo_atari, wiring
 from experiments.configs import impala_classic, ppo_classic
-from sebulba import envs, experiment
+from sebulba import envs
 from sebulba.validation import ConfigError
 
 
@@ -34,10 +32,7 @@ def _config(algo, tmp_path, overrides):
 
 
 def _validate(algo, config, devices=True):
-    if algo == "impala":
-        return experiment.validate(config, agent_config=impala.ImpalaConfig, devices=devices)
-    return experiment.validate(config, agent_config=ppo.PPOConfig,
-                               checks=(ppo_atari.check_minibatches,), devices=devices)
+    return wiring.read(config, agent=algo, devices=devices).runtime
 
 
 BAD = [  # (experiment, overrides, message regex)
@@ -66,7 +61,7 @@ BAD = [  # (experiment, overrides, message regex)
     ("impala", {"env.frame_skip": "4"}, r"env\.frame_skip='4' has type str; expected int"),
     ("impala", {"env.nme": "x"}, r"env\.nme is not a field of EnvConfig; allowed: name, "),
     ("impala", {"network.torso": "transformer"},
-     r"network\.torso='transformer' is not a torso; allowed: \[.*'mlp'"),
+     r"network\.torso='transformer': unknown torso 'transformer'.*Registered torsos: .*mlp"),
     ("impala", {"network.mlp_hidden_sizes": (64, 0)},
      r"network\.mlp_hidden_sizes=\(64, 0\) must be a non-empty tuple of positive integers"),
     ("impala", {"agent.discount": 1.5}, r"agent\.discount=1\.5 must be in \[0, 1\]"),

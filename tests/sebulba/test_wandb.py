@@ -49,8 +49,9 @@ def _read_records(path: str) -> list:
 def _offline_run(wandb_dir: Path) -> tuple[list[dict], dict]:
     """(history rows, config) of the one offline run under `wandb_dir`."""
     import wandb
-    # finish() returns before wandb's service process has flushed the log to disk (it does at
-    # exit); teardown() stops the service, flushing it, as the end of the process would.
+    # finish() may return before wandb's service process has flushed the log to disk (it does
+    # at exit); teardown() stops the service and waits for the process to end, as the end of
+    # this process would (it waits only for a service it started: see the `offline` fixture).
     wandb.teardown()
     [path] = glob.glob(str(wandb_dir / "wandb" / "offline-run-*" / "run-*.wandb"))
     history, config = [], {}
@@ -65,17 +66,31 @@ def _offline_run(wandb_dir: Path) -> tuple[list[dict], dict]:
     return history, config
 
 
+def _session_logs(wandb_dir: Path, run_id: str) -> list[str]:
+    """The offline transaction logs of W&B run `run_id`, one per session. Not the dirs by
+    name: a session that starts within the second of the previous one gets the dir
+    offline-run-<same second>-<id>-1 (half the runs of this module on an idle 2-core box)."""
+    return glob.glob(str(wandb_dir / "wandb" / "offline-run-*" / f"run-{run_id}.wandb"))
+
+
 @pytest.fixture
 def offline(tmp_path, monkeypatch):
+    """W&B in offline mode under tmp_path, with a wandb service process of this test's own."""
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setenv("WANDB_DIR", str(tmp_path / "wb"))
     monkeypatch.setenv("WANDB_SILENT", "true")
+    # With a service token in the environment (left by an earlier W&B session in this
+    # process, or inherited) wandb uses that service instead of starting its own, and
+    # teardown() then returns without waiting for it to write the offline log.
+    monkeypatch.delenv("WANDB_SERVICE", raising=False)
     (tmp_path / "wb").mkdir()
-    return tmp_path / "wb"
+    yield tmp_path / "wb"
+    if sys.modules.get("wandb") is not None:  # no service or token left for later tests
+        sys.modules["wandb"].teardown()
 
 
 def test_wandb_logs_the_same_scalars_at_the_same_env_steps_and_the_config(tmp_path, offline):
-    pytest.importorskip("wandb")
+    wandb = pytest.importorskip("wandb")
     run_config = {"seed": 3, "agent": {"learning_rate": 1e-3}, "env": {"name": "Pong-v5"}}
     logger = MetricsLogger(str(tmp_path / "run"), 1000, console_every_s=1e9,
                            wandb_config={"project": "sebulba-test", "group": "g"},
@@ -98,15 +113,16 @@ def test_wandb_logs_the_same_scalars_at_the_same_env_steps_and_the_config(tmp_pa
     assert config["seed"] == 3 and config["agent"] == {"learning_rate": 1e-3}
     assert config["env"] == {"name": "Pong-v5"}
     run_id = (tmp_path / "run" / "wandb_run_id").read_text()
-    assert len(glob.glob(str(offline / "wandb" / f"offline-run-*-{run_id}"))) == 1
+    assert len(_session_logs(offline, run_id)) == 1
 
     # A resumed run (same run dir) continues the same W&B run; a fresh one starts its own.
     MetricsLogger(str(tmp_path / "run"), 1000, resume_step=200,
                   wandb_config={"project": "sebulba-test"}).close()
     MetricsLogger(str(tmp_path / "fresh"), 1000, wandb_config={"project": "sebulba-test"}).close()
+    wandb.teardown()  # the service has written both sessions' logs and ended (as above)
     assert (tmp_path / "run" / "wandb_run_id").read_text() == run_id
     assert (tmp_path / "fresh" / "wandb_run_id").read_text() != run_id
-    assert len(glob.glob(str(offline / "wandb" / f"offline-run-*-{run_id}"))) == 2
+    assert len(_session_logs(offline, run_id)) == 2
 
 
 def test_wandb_is_off_by_default_and_a_missing_package_is_named(tmp_path, monkeypatch):
@@ -136,7 +152,7 @@ def test_every_config_has_wandb_off(name):
 
 
 def test_an_experiment_logs_to_wandb_when_a_project_is_set(tmp_path):
-    """The hookup in sebulba/experiment.run, as a user runs it; files under <run_dir>/wandb."""
+    """The hookup in experiments/wiring/run.py, as a user runs it; files under <run_dir>/wandb."""
     pytest.importorskip("wandb")
     run_dir = tmp_path / "run"
     env = {k: v for k, v in os.environ.items() if not k.startswith("WANDB_")}

@@ -1,0 +1,101 @@
+"""Agents by name: the one builder contract every agent package declares (see agents/__init__).
+
+A spec names the agent, its frozen hyperparameter dataclass, the rules that span config
+sections, and the builder:
+
+    SPEC = AgentSpec("my_agent", build, MyConfig, checks=(my_check,))
+    build(network, agent_config: MyConfig, runtime: RuntimeConfig, num_updates: int) -> Agent
+    my_check(agent_config, runtime, network_config) -> None   # raises ValueError
+
+IMPALA and PPO are built in: their specs (`agents.impala:SPEC`, `agents.ppo:SPEC`) are loaded
+on first use, so nothing registers by importing an unrelated module. A user agent is added with
+`register_agent` in a module the run loads with `--import`.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+from sebulba.registry import Registry, same_definition
+
+if TYPE_CHECKING:
+    from sebulba.agent import Agent
+    from sebulba.runner import RuntimeConfig
+
+# (network, agent_config, runtime, num_updates) -> Agent. `runtime` is known after the run
+# joined its multi-host job, so `runtime.batch_envs` counts every host; `num_updates` is the
+# horizon of the learning-rate schedule (an int, or a schedules.Horizon on resume).
+AgentBuilder = Callable[[Any, Any, "RuntimeConfig", int], "Agent"]
+# (agent_config, runtime, network_config) -> None; raises ValueError naming the fields.
+ConfigCheck = Callable[[Any, "RuntimeConfig", Any], None]
+
+
+@dataclasses.dataclass(frozen=True)
+class AgentSpec:
+    """How to build one agent (see the module docstring). Validated on creation, so a bad
+    spec fails where it is written, not at the first run that picks it."""
+
+    name: str
+    build: AgentBuilder
+    config_cls: type
+    checks: tuple[ConfigCheck, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"agent name must be a non-empty string, got {self.name!r}.")
+        if not callable(self.build):
+            raise TypeError(f"agent {self.name!r}: build must be callable (network, "
+                            f"agent_config, runtime, num_updates) -> Agent; got {self.build!r}.")
+        if not (isinstance(self.config_cls, type) and dataclasses.is_dataclass(self.config_cls)):
+            raise TypeError(f"agent {self.name!r}: config_cls must be a dataclass (the agent's "
+                            f"hyperparameters), got {self.config_cls!r}.")
+        checks = tuple(self.checks)
+        bad = [c for c in checks if not callable(c)]
+        if bad:
+            raise TypeError(f"agent {self.name!r}: checks must be callables (agent_config, "
+                            f"runtime, network_config) -> None; got {bad!r}.")
+        object.__setattr__(self, "checks", checks)  # any sequence in, a hashable tuple kept
+
+
+def _check_spec(name: str, spec: Any) -> None:
+    if not isinstance(spec, AgentSpec):
+        raise TypeError(f"agent {name!r} must be registered as an agents.AgentSpec, got "
+                        f"{spec!r}.")
+    if spec.name != name:
+        raise ValueError(f"agent spec {spec.name!r} registered under another name ({name!r}).")
+
+
+AGENTS: Registry[AgentSpec] = Registry(
+    "agent", lazy={"impala": "agents.impala:SPEC", "ppo": "agents.ppo:SPEC"},
+    how="agents.register_agent; load the module that registers yours with --import",
+    check=_check_spec)
+
+
+def register_agent(name: str, build: AgentBuilder, *, config_cls: type,
+                   checks: Sequence[ConfigCheck] = (), overwrite: bool = False) -> AgentSpec:
+    """Registers an agent under `name` (see the module docstring) and returns its spec.
+    Registering a name again needs overwrite=True, unless it is the same spec again (its module
+    imported twice, or reloaded); the built-in names cannot be replaced."""
+    spec = AgentSpec(name, build, config_cls, tuple(checks))
+    old = AGENTS.find(name)
+    if old is not None and _same_spec(old, spec):
+        return old
+    return AGENTS.register(name, spec, overwrite=overwrite)
+
+
+def get_agent(name: str) -> AgentSpec:
+    """The spec registered under `name`; a ValueError naming the close matches and every
+    registered agent if none."""
+    return AGENTS.get(name)
+
+
+def registered_agents() -> tuple[str, ...]:
+    """Every agent name, the built-ins included (sorted)."""
+    return tuple(AGENTS.names())
+
+
+def _same_spec(a: AgentSpec, b: AgentSpec) -> bool:
+    """Same builder, config class and checks (by module and name: a reloaded module makes new
+    objects)."""
+    pairs = [(a.build, b.build), (a.config_cls, b.config_cls)] + list(zip(a.checks, b.checks))
+    return len(a.checks) == len(b.checks) and all(same_definition(x, y) for x, y in pairs)

@@ -1,0 +1,54 @@
+"""Config -> network -> agent: the one way every entry point builds them.
+
+The experiments, scripts/evaluate.py and render.py, the benchmark and the tests all build
+through `build_from_config` (or its two halves), so a network or an agent is assembled the
+same way everywhere. The agent's builder has one contract (agents/builders.py):
+`spec.build(network, agent_config, runtime, num_updates)`.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import ml_collections
+
+import networks
+from agents import schedules
+from experiments.wiring.sections import Sections, read
+from sebulba.agent import Agent
+from sebulba.validation import ConfigError
+
+
+def build_network(sections: Sections, action_space) -> Any:
+    """The actor-critic `sections.network` describes, with the policy head for
+    `action_space`; an action space no head supports fails naming the env."""
+    try:
+        return networks.build_network(sections.network, action_space)
+    except ValueError as e:
+        raise ValueError(f"{sections.env.name}: {e}") from None
+
+
+def build_agent(sections: Sections, network, num_updates: int | None = None) -> Agent:
+    """The agent `sections.spec` names, for `network`. `num_updates` is the learning-rate
+    schedule's horizon, an int or an agents.schedules.Horizon (default: the updates a fresh
+    run of this config makes). Call it after
+    the run joined its multi-host job: the runtime's batch size counts every process."""
+    if num_updates is None:
+        num_updates = sections.runtime.num_updates
+    # A resumed run's Horizon carries where its decay begins: keep it whole.
+    horizon = (num_updates if isinstance(num_updates, schedules.Horizon)
+               else schedules.Horizon(num_updates))
+    return sections.spec.build(network, sections.agent, sections.runtime, horizon)
+
+
+def build_from_config(config: ml_collections.ConfigDict | Sections, action_space, *,
+                      agent: str | None = None, num_updates: int | None = None
+                      ) -> tuple[Sections, Any, Agent]:
+    """(sections, network, agent) for a ConfigDict (read and checked here, devices not
+    queried) or already-read Sections."""
+    sections = config if isinstance(config, Sections) else read(config, agent=agent,
+                                                                devices=False, env_id=False)
+    network = build_network(sections, action_space)
+    return sections, network, build_agent(sections, network, num_updates)
+
+
+__all__ = ["ConfigError", "build_agent", "build_from_config", "build_network"]

@@ -1,0 +1,143 @@
+"""What a run does alike on either runtime once its network exists: the agent for the run's
+learning-rate horizon (re-stretched on resume), the checkpoint restore, the run dir, the logger,
+the checkpointer, config.json and summary.json, and the lost-peer exit (experiments/wiring/
+run.py for Sebulba, anakin.py for Anakin)."""
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import sys
+from typing import Any, Callable
+
+import jax
+import ml_collections
+
+from agents import schedules
+from experiments.wiring.build import build_agent
+from experiments.wiring.sections import Sections
+from sebulba import checkpoint, distributed
+from sebulba.logging import MetricsLogger
+from sebulba.validation import ConfigError
+
+
+def make_run_dir(sections: Sections, name: str, resume_from: str | None = None) -> str:
+    """run.run_dir; else the run dir of the checkpoint resumed from; else a new one."""
+    if sections.run.run_dir:
+        return sections.run.run_dir
+    if resume_from and checkpoint.run_dir_of(resume_from):
+        return checkpoint.run_dir_of(resume_from)
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    return os.path.join("runs", f"{name}-{sections.env.name}-s{sections.runtime.seed}-{stamp}")
+
+
+class Session:
+    """What both runtimes do alike once the network exists: the agent for the run's horizon
+    (re-stretched on resume), the restore, the run dir, the logger, the checkpointer and
+    config.json."""
+
+    def __init__(self, config: ml_collections.ConfigDict, sections: Sections, name: str,
+                 network, example_obs, planned_updates: Callable[[int, int], int] | None = None,
+                 num_updates: int | None = None) -> None:
+        self.config, self.sections, self.name = config, sections, name
+        planned = planned_updates or sections.runtime.planned_updates
+        self.horizon = schedules.Horizon(sections.runtime.num_updates if num_updates is None
+                                         else num_updates)
+        self.agent = build_agent(sections, network, self.horizon)
+        resume_from = checkpoint.resolve(sections.run.resume) if sections.run.resume else None
+        self.run_dir = make_run_dir(sections, name, resume_from)
+        self.progress: checkpoint.Progress | None = None
+        self.done = (0, 0)  # (updates, env steps) before this session
+        if resume_from:
+            self.progress = restore(resume_from, self.agent, example_obs, config, name,
+                                    self.run_dir)
+            self.done = (self.progress.updates, self.progress.env_steps)
+            # The same horizon keeps the checkpoint's schedule exactly; another re-stretches it
+            # from the checkpoint's rate (agents/schedules.py, docs/checkpoints.md).
+            self.horizon = schedules.resumed_horizon(
+                schedules.trained_horizon(self.progress.metadata), self.progress.updates,
+                planned(*self.done))
+            self.agent = build_agent(sections, network, self.horizon)
+
+    def logger(self, planned_env_steps: int) -> MetricsLogger:
+        wandb = self.sections.wandb
+        return MetricsLogger(
+            self.run_dir, planned_env_steps, self.sections.run.console_every_s,
+            enabled=distributed.is_main_process(),
+            resume_step=self.progress.env_steps if self.progress else None,
+            wandb_config=dict(vars(wandb)) if wandb.project else None,
+            run_config=json.loads(self.config.to_json()))
+
+    def checkpointer(self, horizon: schedules.Horizon) -> checkpoint.Checkpointer:
+        run = self.sections.run
+        return checkpoint.Checkpointer(
+            os.path.join(self.run_dir, "checkpoints"), every_updates=run.checkpoint_every_updates,
+            every_minutes=run.checkpoint_every_minutes, keep=run.checkpoint_keep,
+            metadata={"experiment": self.name, "env": self.sections.env.name,
+                      "seed": self.sections.runtime.seed,
+                      "config": json.loads(self.config.to_json()),
+                      "lr_horizon": horizon.to_dict()})
+
+    def write_config(self) -> None:
+        if distributed.is_main_process():
+            with open(os.path.join(self.run_dir, "config.json"), "w") as f:
+                f.write(self.config.to_json(indent=2))
+
+
+def exit_on_lost_peer(error: Exception, checkpointer) -> None:
+    """One message naming the lost process and the newest checkpoint, then exit 1 (either
+    runtime). No normal exit with a dead peer: jax.distributed's atexit shutdown would abort."""
+    newest = (f" Newest checkpoint: {checkpointer.path(checkpointer.last_saved)}."
+              if checkpointer is not None and checkpointer.last_saved is not None else "")
+    distributed.exit_lost_peer(f"{error}{newest}")
+
+
+def exit_now_if_abandoned(result, status: int) -> None:
+    """After a second signal abandoned an update, ends the process at once: files are closed
+    and checkpoints written, but a normal exit would wait for the abandoned computation."""
+    if result.abandoned:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
+
+
+def write_summary(run_dir: str, result, evaluator, **extra: Any) -> None:
+    with open(os.path.join(run_dir, "summary.json"), "w") as f:
+        # stopped_by tells a finished run from one stopped early by a signal (sweeps rerun those).
+        json.dump({"env_steps": result.env_steps, "updates": result.updates,
+                   "stopped_by": result.stopped_by, "checkpoint": result.checkpoint, **extra,
+                   **result.episode_summary,
+                   **(evaluator.last if evaluator is not None else {})}, f, indent=2)
+
+
+def restore(path: str, agent, example_obs, config: ml_collections.ConfigDict,
+            name: str, run_dir: str) -> checkpoint.Progress:
+    """Loads the checkpoint into the structure a fresh run would start from; fails naming what
+    differs (a ConfigError). `path` is the newest checkpoint `config.resume` resolves to; a run
+    dir or `checkpoints` dir in `config.resume` falls back past damaged newer checkpoints
+    (sebulba/checkpoint.py), which are then moved aside in `run_dir`, because this run will
+    save those update numbers again."""
+    template = jax.eval_shape(agent.init, jax.random.key(config.seed), example_obs)
+    source = config.get("resume") or path
+    try:
+        progress = checkpoint.restore(source, template, experiment=name,
+                                      config=json.loads(config.to_json()))
+    except ValueError as e:  # damaged, another experiment, or a tree that does not fit
+        raise ConfigError(f"resume={source!r}: {e}") from e
+    ckpt_dir = os.path.abspath(os.path.join(run_dir, "checkpoints"))
+    moved = []
+    for damaged in progress.damaged:
+        if os.path.dirname(damaged) == ckpt_dir and distributed.is_main_process():
+            moved.append(f"{os.path.basename(damaged)} -> "
+                         f"{os.path.basename(checkpoint.move_aside(damaged))}")
+    newer = [s for s in checkpoint.list_steps(ckpt_dir) if s > progress.updates
+             and os.path.join(ckpt_dir, str(s)) not in progress.damaged]
+    if newer:
+        raise ConfigError(f"resume={source!r}: cannot resume from update {progress.updates} "
+                          f"into {run_dir}: it has newer checkpoints {newer}. Resume from the "
+                          f"newest, or pass --config.run_dir=<new dir> to branch off.")
+    where = (f"; damaged checkpoint(s) moved aside in {ckpt_dir}: {', '.join(moved)}"
+             if moved else "")
+    print(f"resuming from {progress.checkpoint or path} (update "
+          f"{progress.updates:,d}, env step {progress.env_steps:,d}){where}", flush=True)
+    return progress

@@ -1,0 +1,112 @@
+"""The `config.network` section: its schema (`NetworkConfig`) and its builder (`build_network`).
+
+`NetworkConfig` is the one definition of the section: its fields, defaults and rules. The
+experiment configs' ml_collections defaults come from it, and `sebulba.validation.build(
+NetworkConfig, values, "network")` checks a config (each rule's message starts with the field
+name, so the error reads "network.<field>=..."). `build_network(cfg, action_space)` turns it
+into the actor-critic: the configured torso, the policy head for the action space, and an LSTM
+core when `lstm_size` > 0.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import flax.linen as nn
+
+from networks.actor_critic import ActorCritic, RecurrentActorCritic
+from networks.distributions import BOUNDS, from_space
+from networks.torsos import TORSOS, make_torso
+from sebulba.validation import is_int, is_number
+
+_SIZE_FIELDS = ("mlp_hidden_sizes", "resnet_channels")
+
+
+@dataclasses.dataclass(frozen=True)
+class NetworkConfig:
+    """The actor-critic network; every field can be set as `--config.network.<field>=...`."""
+
+    torso: str = "mlp"                 # nature_cnn | impala_resnet | mlp | a registered torso
+    mlp_hidden_sizes: tuple[int, ...] = (64, 64)       # used when torso == mlp
+    resnet_channels: tuple[int, ...] = (16, 32, 32)   # used when torso == impala_resnet
+    shared_torso: bool = True          # False: the value head gets its own torso copy
+    continuous_bounds: str = "clip"    # Box actions: "clip" (censored Gaussian) or "tanh"
+    state_dependent_std: bool = False  # Box actions: False a learned log-std vector; True a head
+    init_log_std: float = 0.0          # Box actions: initial log-std of the Gaussian
+    lstm_size: int = 0                 # > 0: an LSTM core of this size (docs/recurrent.md)
+    # Constructor arguments of the torso, built-in or registered (networks.register_torso);
+    # for mlp/impala_resnet they override the sizes above.
+    torso_kwargs: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.torso, str) and self.torso in TORSOS):
+            raise ValueError(f"torso={self.torso!r}: {TORSOS.unknown(self.torso)}")
+        for name in _SIZE_FIELDS:
+            sizes = getattr(self, name)
+            if not (isinstance(sizes, (list, tuple)) and len(sizes) > 0
+                    and all(is_int(n) and n > 0 for n in sizes)):
+                raise ValueError(f"{name}={sizes!r} must be a non-empty tuple of positive "
+                                 f"integers.")
+            # ml_collections gives tuples, JSON (config.json, checkpoints) gives lists.
+            object.__setattr__(self, name, tuple(int(n) for n in sizes))
+        if self.continuous_bounds not in BOUNDS:
+            raise ValueError(f"continuous_bounds={self.continuous_bounds!r} must be one of "
+                             f"{BOUNDS} (clip: a censored Gaussian; tanh: a squashed one).")
+        if not (is_number(self.init_log_std) and math.isfinite(self.init_log_std)):
+            raise ValueError(f"init_log_std={self.init_log_std!r} must be a finite number.")
+        if not (is_int(self.lstm_size) and self.lstm_size >= 0):
+            raise ValueError(f"lstm_size={self.lstm_size!r} must be an integer >= 0 (0: "
+                             f"feed-forward; > 0: an LSTM core of that size between torso and "
+                             f"heads, docs/recurrent.md).")
+        kwargs = _as_dict(self.torso_kwargs)
+        if kwargs is None or not all(isinstance(k, str) for k in kwargs):
+            raise ValueError(f"torso_kwargs={self.torso_kwargs!r} must be a dict of the "
+                             f"torso's constructor arguments (string keys).")
+        object.__setattr__(self, "torso_kwargs", kwargs)
+
+
+def build_network(cfg: NetworkConfig, action_space: Any) -> nn.Module:
+    """ActorCritic with the configured torso and the policy head for `action_space`; a
+    RecurrentActorCritic with an LSTM core of `cfg.lstm_size` when that is > 0.
+
+    An unsupported action space raises `from_space`'s ValueError (the caller names the env);
+    torso_kwargs the torso does not take raise `make_torso`'s TypeError.
+    """
+    if not isinstance(cfg, NetworkConfig):
+        raise TypeError(f"build_network takes a networks.NetworkConfig, got "
+                        f"{type(cfg).__name__}; build one with "
+                        f"sebulba.validation.build(NetworkConfig, values, 'network').")
+    kwargs: dict[str, Any] = {}
+    if cfg.torso == "mlp":
+        kwargs["hidden_sizes"] = tuple(cfg.mlp_hidden_sizes)
+    elif cfg.torso == "impala_resnet":
+        kwargs["channels"] = tuple(cfg.resnet_channels)
+    kwargs.update(_plain(cfg.torso_kwargs))
+    dist = from_space(action_space, bounds=cfg.continuous_bounds,
+                      state_dependent_std=bool(cfg.state_dependent_std),
+                      init_log_std=float(cfg.init_log_std))
+    torso = make_torso(cfg.torso, **kwargs)
+    if cfg.lstm_size > 0:
+        return RecurrentActorCritic(torso=torso, lstm_size=int(cfg.lstm_size), action_dist=dist,
+                                    shared_torso=bool(cfg.shared_torso))
+    return ActorCritic(torso=torso, action_dist=dist, shared_torso=bool(cfg.shared_torso))
+
+
+def _as_dict(value: Any) -> dict | None:
+    """A plain dict of a Mapping or an ml_collections ConfigDict (which is no Mapping, and is
+    not imported here: networks do not depend on the config library); None otherwise."""
+    if hasattr(value, "to_dict"):
+        value = value.to_dict()
+    return dict(value) if isinstance(value, Mapping) else None
+
+
+def _plain(value: Any) -> Any:
+    """Lists become tuples (flax module fields must be hashable), nested mappings dicts."""
+    as_dict = _as_dict(value)
+    if as_dict is not None:
+        return {k: _plain(v) for k, v in as_dict.items()}
+    if isinstance(value, (list, tuple)):
+        return tuple(_plain(v) for v in value)
+    return value

@@ -1,0 +1,96 @@
+"""The layering the README and docs/architecture.md promise, read from the source: the runtimes
+(`sebulba`, `anakin`) import no algorithm code (`agents`, `networks`) and not the wiring
+(`experiments`); `networks` imports no agent; and no module imports itself back through a
+chain of imports (function-level imports included: a local import is how a cycle hides)."""
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+
+from tests.architecture.imports import imported_names, module_name
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+PACKAGES = ("sebulba", "anakin", "agents", "networks", "experiments")
+FORBIDDEN = {  # importer package -> packages it may not import
+    "sebulba": {"agents", "networks", "experiments", "anakin"},
+    "anakin": {"agents", "networks", "experiments"},
+    "networks": {"agents", "experiments", "anakin"},
+    "agents": {"experiments", "anakin"},
+}
+
+
+def _modules() -> dict[str, pathlib.Path]:
+    return {module_name(p, ROOT): p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py")
+            if "configs" not in p.parts}
+
+
+def _imports(name: str, path: pathlib.Path, known: set[str]) -> set[str]:
+    """The repo modules `name` imports anywhere in its file (resolved to known modules)."""
+    out: set[str] = set()
+    for t in imported_names(path.read_text(), name, path.name == "__init__.py"):
+        while t and t not in known:  # `from pkg import name`: name may be a symbol
+            t = t.rpartition(".")[0]
+        if t and t != name:
+            out.add(t)
+    return out
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    known = set(modules)
+    return {name: _imports(name, path, known) for name, path in modules.items()}
+
+
+def test_the_graph_is_read():
+    graph = _graph()
+    assert "sebulba.runner" in graph and "experiments.wiring.run" in graph
+    assert "sebulba.runner" in graph["experiments.wiring.run"]
+
+
+@pytest.mark.parametrize("importer", sorted(FORBIDDEN))
+def test_no_layer_imports_a_layer_above_it(importer):
+    bad = sorted(f"{m} -> {t}" for m, targets in _graph().items()
+                 if m.split(".")[0] == importer for t in targets
+                 if t.split(".")[0] in FORBIDDEN[importer])
+    assert not bad, f"{importer} must not import {sorted(FORBIDDEN[importer])}: {bad}"
+
+
+def test_no_import_cycles():
+    """Cycles between modules; a package's __init__ importing its own submodules (which then
+    import names back from the package) is how Python packages export, not a cycle."""
+    graph = _graph()
+
+    def edges(m):
+        # A submodule importing its parent package's __init__ is the normal export pattern.
+        return {t for t in graph[m] if not m.startswith(t + ".")}
+
+    index, low, stack, on_stack, cycles = {}, {}, [], set(), []
+    counter = [0]
+
+    def visit(v):  # Tarjan's strongly connected components
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in edges(v):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                cycles.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    assert not cycles, f"import cycles: {cycles}"

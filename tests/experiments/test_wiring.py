@@ -1,0 +1,125 @@
+"""experiments/wiring: the config schema (defaults generated from the section dataclasses),
+reading a config into checked sections, choosing the agent, and the one way to build."""
+import dataclasses
+
+import gymnasium
+import ml_collections
+import pytest
+
+import agents
+import networks
+from experiments import wiring
+from experiments.configs import common, impala_atari, impala_classic, ppo_classic
+from experiments.wiring import schema
+from sebulba.distributed import DistributedConfig
+from sebulba.envs import EnvConfig
+from sebulba.runner import RuntimeConfig
+from sebulba.validation import ConfigError
+
+
+def test_every_section_default_comes_from_its_dataclass():
+    config = ml_collections.ConfigDict()
+    common.runtime_fields(config)
+    for cls in (RuntimeConfig, wiring.RunConfig):
+        for f in dataclasses.fields(cls):
+            value = config[f.name]
+            default = getattr(cls(), f.name)
+            assert (value == default or (value is None and default is None)
+                    or (isinstance(default, tuple) and tuple(value) == default)), f.name
+    assert config.distributed.to_dict() == dataclasses.asdict(DistributedConfig())
+    assert config.wandb.to_dict() == dataclasses.asdict(wiring.WandbConfig())
+    assert common.atari_env("Pong-v5").to_dict() == dataclasses.asdict(EnvConfig("Pong-v5"))
+    net = common.network_fields("mlp", shared_torso=False).to_dict()
+    assert net == dataclasses.asdict(networks.NetworkConfig(torso="mlp", shared_torso=False))
+
+
+def test_a_none_default_is_a_typed_placeholder_the_command_line_can_set():
+    config = ml_collections.ConfigDict()
+    common.runtime_fields(config)
+    assert config.stop_at_return is None
+    config.stop_at_return = 21.0  # a float placeholder: no type error
+    with pytest.raises(TypeError):
+        config.stop_at_return = "high"
+    config.distributed.local_device_ids = (0, 1)
+
+
+def test_read_gives_typed_sections(tmp_path):
+    config = ppo_classic.get_config()
+    config.run_dir = str(tmp_path / "run")
+    sections = wiring.read(config, devices=False)
+    assert isinstance(sections.runtime, RuntimeConfig) and sections.runtime.num_envs == 16
+    assert isinstance(sections.env, EnvConfig) and sections.env.name == "CartPole-v1"
+    assert isinstance(sections.network, networks.NetworkConfig)
+    assert sections.network.mlp_hidden_sizes == (64, 64)
+    assert isinstance(sections.agent, sections.spec.config_cls)
+    assert sections.spec.name == "ppo" and sections.run.run_dir == str(tmp_path / "run")
+
+
+def test_the_agent_is_the_configs_or_the_entry_points(tmp_path):
+    config = impala_classic.get_config()
+    assert wiring.agent_spec(config).name == "impala"
+    assert wiring.agent_spec(config, "impala").name == "impala"
+    with pytest.raises(ConfigError, match=r"agent_name='impala', but this entry point trains "
+                                          r"'ppo'.*experiments/train.py"):
+        wiring.agent_spec(config, "ppo")
+    config.agent_name = "impal"
+    with pytest.raises(ConfigError, match=r"agent_name='impal': unknown agent 'impal'\. "
+                                          r"Did you mean 'impala'\?"):
+        wiring.agent_spec(config)
+    config.agent_name = ""
+    with pytest.raises(ConfigError, match=r"names no agent.*'impala'.*'ppo'"):
+        wiring.agent_spec(config)
+
+
+def test_a_spec_given_directly_is_built(tmp_path):
+    built = []
+    base = agents.get_agent("impala")
+
+    def build(network, cfg, runtime, num_updates):
+        built.append((cfg, runtime, int(num_updates)))
+        return base.build(network, cfg, runtime, num_updates)
+    spec = dataclasses.replace(base, name="mine", build=build)
+    config = impala_classic.get_config()
+    _, _, agent = wiring.build_from_config(wiring.read(config, agent=spec, devices=False),
+                                           gymnasium.spaces.Discrete(2), num_updates=7)
+    assert built and built[0][2] == 7 and built[0][1].num_envs == config.num_envs
+    assert callable(agent.learn_step)
+
+
+def test_an_unknown_field_of_a_section_is_named(tmp_path):
+    config = impala_atari.get_config()
+    with config.network.unlocked():
+        config.network.lstm = 8
+    with pytest.raises(ConfigError, match=r"network\.lstm is not a field of NetworkConfig.*"
+                                          r"Did you mean.*lstm_size"):
+        wiring.read(config, devices=False)
+
+
+def test_a_missing_section_is_named():
+    config = impala_classic.get_config()
+    del config["network"]
+    with pytest.raises(ConfigError, match=r"the config has no `network` section"):
+        wiring.read(config, devices=False)
+
+
+def test_build_from_config_names_the_env_for_an_unsupported_action_space():
+    config = impala_classic.get_config()
+    with pytest.raises(ValueError, match=r"^CartPole-v1: "):
+        wiring.build_from_config(config, gymnasium.spaces.Text(5))
+
+
+def test_schema_config_dict_round_trips_through_read():
+    rc = RuntimeConfig(num_envs=8, stop_at_return=3.0)
+    values = schema.section_values(RuntimeConfig, schema.config_dict(rc))
+    assert RuntimeConfig(**values) == rc
+
+
+def test_an_auto_layout_is_resolved_for_the_checks(tmp_path):
+    """num_actor_threads=0 (auto) is read as the thread count that will run, so PPO's
+    minibatch rule sees the real batch (it once saw zero envs and passed anything)."""
+    config = ppo_classic.get_config()
+    config.num_actor_threads = 0
+    config.agent.num_minibatches = 3  # 16 envs x the auto thread count: never divisible by 3
+    with pytest.raises(ConfigError, match=r"agent\.num_minibatches=3 must divide"):
+        wiring.read(config, devices=False)
+    assert config.num_actor_threads == 0  # read does not change the config

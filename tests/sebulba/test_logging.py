@@ -1,0 +1,35 @@
+"""MetricsLogger: a session resumed in the same run dir keeps what earlier sessions logged."""
+import json
+import types
+
+import tensorboardX.event_file_writer
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+from sebulba.logging import MetricsLogger
+
+
+def _session(run_dir, steps, resume_step=None) -> None:
+    logger = MetricsLogger(str(run_dir), 100, console_every_s=1e9, resume_step=resume_step)
+    for step in steps:
+        logger.write(step, {"loss/total": float(step)})
+    logger.close()
+
+
+def test_a_session_resumed_within_the_same_second_keeps_the_earlier_scalars(tmp_path,
+                                                                            monkeypatch):
+    # tensorboardX names an event file by the whole second it opens it in, and opens it with
+    # "wb": with its clock frozen, both sessions start "in the same second", as a quick resume
+    # did once in tests/sebulba/test_checkpoint.py (the first session's scalars were lost).
+    monkeypatch.setattr(tensorboardX.event_file_writer, "time",
+                        types.SimpleNamespace(time=lambda: 1_800_000_000.5))
+    _session(tmp_path, [10, 20, 30])  # crashed after its checkpoint at step 20
+    _session(tmp_path, [30, 40], resume_step=20)
+
+    with open(tmp_path / "metrics.jsonl") as f:
+        assert [json.loads(line)["step"] for line in f] == [10, 20, 30, 40]
+    acc = EventAccumulator(str(tmp_path))
+    acc.Reload()
+    scalars = acc.Scalars("loss/total")
+    assert [(e.step, e.value) for e in scalars] == [(10, 10.0), (20, 20.0), (30, 30.0),
+                                                    (40, 40.0)]
+    assert len(list(tmp_path.glob("events.out.tfevents.*"))) == 2
