@@ -7,15 +7,19 @@ are Sebulba's (sebulba/logging.py, sebulba/checkpoint.py): `sps`, `updates`, `ep
 the agent's own metrics, `nonfinite/*`; `policy_lag/*` is always 0 (Anakin acts with the
 parameters of the update it feeds).
 
-SIGINT / SIGTERM stop after the update in flight; the final checkpoint holds it. A collective
-that fails because another process died raises `distributed.PeerLost` (nothing of that update
-is saved), as in the Sebulba runtime.
+Signals as in the Sebulba runtime, with the same handler (sebulba/signals.py): the first
+SIGINT / SIGTERM stops after the call in flight and the final checkpoint holds it; then SIGTERM
+(pre-emption) returns normally and SIGINT raises `Interrupted` carrying the TrainResult. A
+second signal abandons the call in flight (its state was donated to it: the final checkpoint is
+skipped, `TrainResult.abandoned` is set, and the caller ends the process at once, since a normal
+exit would wait for the computation). The loop polls the call's outputs instead of blocking in
+jax.device_get, so the handler runs while the devices work; if the main thread is inside a
+compilation, the watcher ends the process a few seconds after the second signal (status
+128 + signal number). A collective that fails because another process died raises
+`distributed.PeerLost` (nothing of that update is saved), as in the Sebulba runtime.
 """
 from __future__ import annotations
 
-import contextlib
-import signal
-import threading
 import time
 from typing import Any, Callable
 
@@ -28,32 +32,11 @@ from sebulba.agent import Agent
 from sebulba.checkpoint import Checkpointer, Progress
 from sebulba.learner import NonFiniteError
 from sebulba.logging import EpisodeStats, MetricsLogger
-from sebulba.runner import TrainResult  # the same result as a Sebulba run
+# The same result, interruption and signal handling as a Sebulba run.
+from sebulba.runner import Interrupted, TrainResult
+from sebulba.signals import Abandoned, StopOnSignal, wait_ready
 
 PyTree = Any
-
-
-class _StopOnSignal(contextlib.AbstractContextManager):
-    """First SIGINT/SIGTERM (main thread only) asks the loop to stop after this update."""
-
-    def __init__(self) -> None:
-        self.received: str | None = None
-        self._old: dict = {}
-
-    def __enter__(self):
-        if threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                self._old[sig] = signal.signal(sig, self._handle)
-        return self
-
-    def _handle(self, signum, frame):
-        self.received = signal.Signals(signum).name
-        print(f"{self.received}: stopping after the current update.", flush=True)
-
-    def __exit__(self, *exc):
-        for sig, old in self._old.items():
-            signal.signal(sig, old)
-        return False
 
 
 def train(agent: Agent, env, ac: runtime.AnakinConfig, logger: MetricsLogger, *,
@@ -61,7 +44,9 @@ def train(agent: Agent, env, ac: runtime.AnakinConfig, logger: MetricsLogger, *,
           on_update: Callable[[int, int, PyTree], None] | None = None) -> TrainResult:
     """Trains `agent` on the JAX-native `env` (anakin.envs) for `ac.planned_updates(...)`
     updates. `resume` continues a checkpointed run (fresh env streams, as Sebulba's actors);
-    `checkpointer` saves on its schedule and at the end and is closed here."""
+    `checkpointer` saves on its schedule and at the end and is closed here. Ctrl-C raises
+    `Interrupted` after the final checkpoint; a lost peer process raises
+    `distributed.PeerLost`."""
     mesh = runtime.make_mesh(ac.device_ids)
     start_updates = resume.updates if resume else 0
     start_steps = resume.env_steps if resume else 0
@@ -88,7 +73,8 @@ def train(agent: Agent, env, ac: runtime.AnakinConfig, logger: MetricsLogger, *,
     # The newest complete update (what a checkpoint saves); None while the state is donated
     # to an update in flight, so a failure never saves a half-made state.
     snap: Progress | None = Progress(state, env_steps, updates, episodes.state_dict())
-    with _StopOnSignal() as signals:
+    abandoned = False
+    with StopOnSignal() as signals:
         try:
             while updates < end and signals.received is None:
                 if ac.stop_at_return is not None and episodes.best_mean >= ac.stop_at_return:
@@ -101,6 +87,8 @@ def train(agent: Agent, env, ac: runtime.AnakinConfig, logger: MetricsLogger, *,
                 steps = k * ac.unroll_length * ac.num_envs
                 try:
                     state, runner, metrics, eps = update(state, runner)
+                    # Polled, not a blocking device_get: a second signal abandons the call.
+                    metrics, eps = wait_ready((metrics, eps), signals.urgent)
                     metrics = jax.device_get(metrics)
                     games = runtime.local_episodes(eps)
                     t1 = time.perf_counter()
@@ -137,10 +125,16 @@ def train(agent: Agent, env, ac: runtime.AnakinConfig, logger: MetricsLogger, *,
                     checkpointer.after_update(progress)
                 if on_update is not None:
                     on_update(updates, env_steps, state)
+        except Abandoned:
+            abandoned = True
         finally:
             logger.close()
             final = None
             if checkpointer is not None:
                 final = checkpointer.close(snap)
-    return TrainResult(state, env_steps, updates, episodes.summary(), last, signals.received,
-                       final)
+    # After an abandoned call, the newest complete update's state was donated to it: none.
+    result = TrainResult(snap.learner_state if snap is not None else None, env_steps, updates,
+                         episodes.summary(), last, signals.received, final, abandoned)
+    if signals.received == "SIGINT":
+        raise Interrupted(result)
+    return result

@@ -8,7 +8,7 @@ are in scripts/benchmark.py's docstring.
 Nothing here re-implements the runtime: the config is read and the network and agent built by
 experiments.wiring (as every run is), pools and actor threads get the runtime's own seeds
 (`sebulba.runner.actor_seed`), env_infer runs `sebulba.actor.ActorThread`, the learner batch
-has the shapes of the runtime's policy step (`sebulba.actor.policy_fn`), and end_to_end is
+has the shapes of the runtime's policy step (`sebulba.actor_policy.policy_fn`), and end_to_end is
 `experiments.wiring.run`.
 """
 from __future__ import annotations
@@ -300,7 +300,7 @@ def _random_rollout(agent, params, obs0, T: int, b: int, action_space, rng):
     """One actor thread's rollout: real observations, random actions/rewards, and extras of
     the shapes the runtime's policy step returns (IMPALA: logits; PPO: logits and value)."""
     import jax
-    from sebulba.actor import policy_fn
+    from sebulba.actor_policy import policy_fn
     from sebulba.agent import Rollout
     obs_b = jax.tree.map(lambda x: np.broadcast_to(x[:1], (b,) + x.shape[1:]), obs0)
     actions = random_actions(action_space, b, T, seed=int(rng.integers(2**31)))

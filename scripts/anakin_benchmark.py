@@ -3,30 +3,46 @@ steps and the learner step) on 1 and more (faked) devices.
 
     python scripts/anakin_benchmark.py [--env gymnax:CartPole-v1] [--num_envs 64]
         [--unroll_length 32] [--devices 1,2] [--fake_devices 2] [--seconds 10]
-        [--updates_per_call 1] [--set agent.num_epochs=4 ...]
+        [--updates_per_call 1] [--set agent.num_epochs=4 ...] [--json]
 
 The agent, network and hyperparameters are experiments/configs/ppo_gymnax.py's (PPO, MLP
-64x64), with `--set FIELD=VALUE` overrides. `measure(...)` is the importable measurement
-(one row per device count) for scripts/benchmark.py. Steps/s exclude compilation: the update
-is compiled and run once before the clock starts; the clock stops after the last update's
-results are on the host. Each row records the 1-minute load average at its end (`load1`).
-`--fake_devices N` sets XLA_FLAGS before JAX is imported (library code never does).
+64x64), with `--set FIELD=VALUE` overrides. Steps/s exclude compilation: the update is compiled
+and run once before the clock starts; the clock stops after the last update's results are on
+the host. Each row records the 1-minute load average at its end (`load1`). `--fake_devices N`
+sets XLA_FLAGS before JAX is imported (library code never does); `--json` prints one JSON
+object per row instead of the table.
+
+scripts/benchmark.py prints the same rows beside its Sebulba rows (its measures `anakin` and
+`anakin_act`) through `measure_on`, which runs `measure` in this process when it has the
+devices and otherwise (CPU) in a fresh process of this script with that many faked devices.
 """
 from __future__ import annotations
 
 import argparse
-import ast
+import json
 import os
+import re
+import subprocess
+import sys
 import time
+from typing import Sequence
+
+if __package__:  # imported as scripts.anakin_benchmark (the tests, scripts/benchmark.py)
+    from . import _bench
+else:  # run as `python scripts/anakin_benchmark.py`: scripts/ is sys.path[0]
+    import _bench
+
+_FORCE = re.compile(r"--xla_force_host_platform_device_count=\S*")
 
 
 def measure(num_devices: int, *, env: str = "gymnax:CartPole-v1", num_envs: int = 64,
             unroll_length: int = 32, seconds: float = 10.0, updates_per_call: int = 1,
-            overrides: dict | None = None, seed: int = 0, act_only: bool = False
+            sets: Sequence[str] = (), seed: int = 0, act_only: bool = False
             ) -> dict[str, float]:
     """Steps/s of Anakin PPO on `num_devices` local devices with `num_envs` envs in all.
-    `act_only`: the rollouts alone (policy + env steps, fixed parameters, no learning), the
-    counterpart of scripts/benchmark.py's env_infer."""
+    `sets`: "field=value" config overrides (scripts/_bench.set_field). `act_only`: the
+    rollouts alone (policy + env steps, fixed parameters, no learning), the counterpart of
+    scripts/benchmark.py's env_infer."""
     import jax
 
     from anakin import runtime
@@ -38,12 +54,8 @@ def measure(num_devices: int, *, env: str = "gymnax:CartPole-v1", num_envs: int 
     config.env.name, config.num_envs, config.unroll_length = env, num_envs, unroll_length
     config.learner_device_ids = tuple(range(num_devices))
     config.seed = seed
-    for key, value in (overrides or {}).items():
-        target = config
-        *path, leaf = key.split(".")
-        for p in path:
-            target = target[p]
-        target[leaf] = value
+    for assignment in sets:
+        _bench.set_field(config, assignment)
     # Read, checked and built as an Anakin run is (experiments/wiring/anakin.py).
     sections, ac = anakin_wiring.read_anakin(anakin_wiring.for_anakin(config), env=False)
     e = anakin_wiring.make_env(sections)
@@ -93,7 +105,38 @@ def _act_only_fn(agent, env, mesh, T: int, k: int):
                                  check_vma=False), donate_argnums=1)
 
 
-def main(argv=None) -> None:
+def measure_on(num_devices: int, **kwargs) -> dict[str, float]:
+    """`measure(num_devices, **kwargs)` in this process when it has `num_devices` local
+    devices; otherwise, on CPU, in a fresh process of this script with `num_devices` faked CPU
+    devices (XLA reads XLA_FLAGS once, when JAX starts, so this process cannot add devices).
+    The row's `process` says which ("this" or "subprocess")."""
+    import jax
+    if num_devices <= jax.local_device_count():
+        return {**measure(num_devices, **kwargs), "process": "this"}
+    if jax.default_backend() != "cpu":
+        raise SystemExit(f"anakin: {num_devices} devices asked for, but this host has "
+                         f"{jax.local_device_count()} {jax.default_backend()} device(s).")
+    kw = dict(kwargs)
+    argv = [sys.executable, os.path.abspath(__file__), "--devices", str(num_devices),
+            "--fake_devices", str(num_devices), "--json"]
+    for flag in ("env", "num_envs", "unroll_length", "seconds", "updates_per_call", "seed"):
+        if flag in kw:
+            argv += [f"--{flag}", str(kw.pop(flag))]
+    for assignment in kw.pop("sets", ()):
+        argv += ["--set", assignment]
+    if kw.pop("act_only", False):
+        argv.append("--act_only")
+    if kw:
+        raise TypeError(f"measure_on: unknown arguments {sorted(kw)}")
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"anakin on {num_devices} faked CPU devices (subprocess) failed with "
+                           f"status {proc.returncode}:\n{proc.stderr[-3000:]}")
+    return {**json.loads(proc.stdout.strip().splitlines()[-1]), "process": "subprocess"}
+
+
+def main(argv=None) -> list[dict]:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--env", default="gymnax:CartPole-v1")
     p.add_argument("--num_envs", type=int, default=64, help="envs in all, split over devices")
@@ -103,35 +146,41 @@ def main(argv=None) -> None:
                    help="fake N CPU devices (XLA_FLAGS, set before JAX is imported)")
     p.add_argument("--seconds", type=float, default=10.0)
     p.add_argument("--updates_per_call", type=int, default=1)
+    p.add_argument("--seed", type=int, default=0)
     p.add_argument("--act_only", action="store_true",
                    help="rollouts only (policy + env steps, no learning)")
     p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                    help="config override, e.g. agent.num_epochs=2 (repeatable)")
+    p.add_argument("--json", action="store_true", help="one JSON object per row, no table")
     args = p.parse_args(argv)
-    counts = [int(x) for x in args.devices.split(",")]
+    try:
+        counts = [int(x) for x in args.devices.split(",")]
+    except ValueError:
+        p.error(f"--devices: {args.devices!r} is not a comma-separated list of device counts")
     fake = args.fake_devices or max(counts)
     if fake > 1:
-        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
-                                   f" --xla_force_host_platform_device_count={fake}").strip()
+        # Replaces a device count already in XLA_FLAGS (XLA would not say which one wins).
+        flags = _FORCE.sub("", os.environ.get("XLA_FLAGS", ""))
+        os.environ["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={fake}".strip()
         os.environ.setdefault("JAX_PLATFORMS", "cpu")
-    overrides = {}
-    for item in args.set:
-        key, _, text = item.partition("=")
-        try:
-            overrides[key] = ast.literal_eval(text)
-        except (ValueError, SyntaxError):
-            overrides[key] = text
-    print(f"anakin {'act_only' if args.act_only else 'end_to_end'} on {args.env}, "
-          f"{os.cpu_count()} CPUs")
-    print(f"{'devices':>7} {'envs':>5} {'T':>4} {'K':>3} {'steps/s':>12} {'update ms':>10} "
-          f"{'compile s':>9} {'load1':>6}")
+    if not args.json:
+        print(f"anakin {'act_only' if args.act_only else 'end_to_end'} on {args.env}, "
+              f"{os.cpu_count()} CPUs")
+        print(f"{'devices':>7} {'envs':>5} {'T':>4} {'K':>3} {'steps/s':>12} "
+              f"{'update ms':>10} {'compile s':>9} {'load1':>6}")
+    rows = []
     for n in counts:
         r = measure(n, env=args.env, num_envs=args.num_envs, unroll_length=args.unroll_length,
                     seconds=args.seconds, updates_per_call=args.updates_per_call,
-                    overrides=overrides, act_only=args.act_only)
+                    sets=args.set, seed=args.seed, act_only=args.act_only)
+        rows.append(r)
+        if args.json:
+            print(json.dumps(r), flush=True)
+            continue
         print(f"{n:>7} {r['num_envs']:>5} {r['unroll_length']:>4} {r['updates_per_call']:>3} "
               f"{r['sps']:>12,.0f} {1e3 * r['update_s']:>10.2f} {r['compile_s']:>9.1f} "
               f"{r['load1']:>6.2f}", flush=True)
+    return rows
 
 
 if __name__ == "__main__":

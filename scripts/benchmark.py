@@ -20,6 +20,26 @@ so the rows can be compared directly (code: scripts/_bench.py):
               a temporary run dir. SPS from metrics.jsonl after the first `--skip_updates`
               updates (compilation excluded): (steps_last - steps_k) / (time_last - time_k).
 
+Anakin rows (`--measures ...,anakin_act,anakin`; issue 18, docs/anakin.md): the same table
+also measures the Anakin runtime (scripts/anakin_benchmark.py's `measure`: PPO of
+experiments/configs/ppo_gymnax.py on the JAX-native `--anakin_env`, MLP 64x64, with the same
+`--set` overrides), once per device count in `--anakin_devices` (default 1,2), with the
+Sebulba rows' batch: num_envs in all x T (the resolved `--unroll_length`):
+
+  anakin_act  Acting alone: T policy + env steps on the devices, fixed parameters; the
+              counterpart of env_infer.
+  anakin      The whole compiled update (acting, env steps, PPO learn step), compile
+              excluded, the update's metrics and finished games to the host after each call
+              as a run does; the counterpart of end_to_end.
+
+A device count this process does not have is measured in a fresh process with that many faked
+CPU devices (XLA_FLAGS is read once per process); `--fake_devices N` measures all in this one.
+The summary prints anakin[Ndev] / end_to_end and anakin_act[Ndev] / env_infer. For the same
+algorithm on both runtimes use `--algo ppo_sync` (on-policy PPO) with `--env CartPole-v1`:
+    python scripts/benchmark.py --env CartPole-v1 --algo ppo_sync --actor_threads 1 \\
+        --num_envs 64 --unroll_length 32 --seconds 10 \\
+        --measures env_infer,end_to_end,anakin_act,anakin
+
 Algorithms (`--algo`, `--algos`): impala; ppo (asynchronous, V-trace corrected, the config's
 default); ppo_sync (on-policy: actors wait for each update). On CPU with a conv torso PPO uses
 `agent.loop=unroll` (docs/ppo.md). Each measurement runs about `--seconds` after warmup.
@@ -29,6 +49,7 @@ Single layout (prints a table, end_to_end / env_only and / env_infer; `--csv` ap
         [--actor_threads 2] [--torso auto|nature_cnn|impala_resnet|mlp] [--seconds 20]
         [--unroll_length T] [--measures env_only,env_infer,learner,end_to_end]
         [--actor_device_ids 0] [--learner_device_ids 0] [--fake_devices N] [--csv PATH]
+        [--anakin_env gymnax:CartPole-v1] [--anakin_devices 1,2]
 
 Study (`--study`): loops over --study_envs x --study_threads x --study_splits x --algos, skips
 measurements a layout change cannot affect (env_only ignores the algorithm and the learner
@@ -44,7 +65,8 @@ XLA_FLAGS=--xla_force_host_platform_device_count=N (and JAX_PLATFORMS=cpu unless
 JAX is imported; library code never does. Faked devices share the same CPU cores, so on CPU a
 split measures the cost of the device-to-device copies and the collective, not a speed-up.
 
-CSV columns (CSV_COLUMNS): each row records `load1`, the 1-minute load average at the end of
+CSV columns (CSV_COLUMNS): an Anakin row has algo ppo, actor_threads 0 and its devices as both
+actor_devices and learner_devices (each device acts and learns). Each row records `load1`, the 1-minute load average at the end of
 the measurement (the benchmark's own threads included): on a machine with C cores, load well
 above C means other jobs competed and the number is not the machine's capability.
 """
@@ -59,11 +81,14 @@ import time
 import warnings
 
 if __package__:  # imported as scripts.benchmark (the tests)
-    from . import _bench
+    from . import _bench, anakin_benchmark
 else:  # run as `python scripts/benchmark.py`: scripts/ is sys.path[0]
     import _bench
+    import anakin_benchmark
 
-MEASURES = tuple(_bench.BENCHES)
+MEASURES = tuple(_bench.BENCHES)  # the Sebulba measures (the default)
+# The Anakin runtime's rows and the Sebulba measure each one compares with.
+ANAKIN_MEASURES = {"anakin_act": "env_infer", "anakin": "end_to_end"}
 # EnvPool's classic-control spaces trigger a harmless float64->float32 warning from gymnasium.
 warnings.filterwarnings("ignore", message=".*precision lowered by casting", category=UserWarning)
 CSV_COLUMNS = ("env", "algo", "torso", "num_envs", "actor_threads", "actor_devices",
@@ -103,7 +128,12 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="env steps per thread before timing")
     p.add_argument("--skip_updates", type=int, default=3,
                    help="end_to_end: updates left out of the SPS (compilation, queue fill)")
-    p.add_argument("--measures", default=",".join(MEASURES), help="comma-separated subset")
+    p.add_argument("--measures", default=",".join(MEASURES),
+                   help=f"comma-separated, of {', '.join(MEASURES + tuple(ANAKIN_MEASURES))}")
+    p.add_argument("--anakin_env", default="gymnax:CartPole-v1",
+                   help="anakin measures: the JAX-native env (gymnax:<id> or registered)")
+    p.add_argument("--anakin_devices", default="1,2",
+                   help="anakin measures: comma-separated device counts, one row each")
     p.add_argument("--actor_device_ids", default="0", help="comma-separated local device ids")
     p.add_argument("--learner_device_ids", default="0", help="comma-separated local device ids")
     p.add_argument("--fake_devices", type=int, default=0,
@@ -132,8 +162,19 @@ def parse_args(argv=None) -> argparse.Namespace:
             p.error(f"--actor_impls: unknown actor {a!r}; allowed: current, before")
     args.actor_impl = args.actor_impls[0]
     for m in args.measures:
-        if m not in MEASURES:
-            p.error(f"unknown measure {m!r}; allowed: {', '.join(MEASURES)}")
+        if m not in MEASURES and m not in ANAKIN_MEASURES:
+            p.error(f"unknown measure {m!r}; allowed: "
+                    f"{', '.join(MEASURES + tuple(ANAKIN_MEASURES))}")
+    args.anakin_devices = _ids(args.anakin_devices, "--anakin_devices", p)
+    if any(n < 1 for n in args.anakin_devices):
+        p.error(f"--anakin_devices: {args.anakin_devices} must be device counts >= 1")
+    anakin = [m for m in args.measures if m in ANAKIN_MEASURES]
+    if anakin and args.study:
+        p.error(f"--study measures the Sebulba layouts only; drop {', '.join(anakin)}")
+    for n in args.anakin_devices if anakin and args.num_envs > 0 else ():
+        if args.num_envs % n:
+            p.error(f"--num_envs={args.num_envs} must be divisible by every --anakin_devices "
+                    f"count ({n}): Anakin splits the envs evenly over its devices.")
     args.algos = [a.strip() for a in args.algos.split(",")]
     for a in args.algos:
         if a not in _bench.ALGOS:
@@ -195,11 +236,37 @@ class Recorder:
                    unroll_length=config.unroll_length, measure=measure,
                    steps_per_s=round(sps, 1), backend=self.backend, load1=round(load1, 2),
                    cpus=os.cpu_count(), host=self.host, time=time.strftime("%Y-%m-%d %H:%M"),
-                   detail=detail)
-        print(f"  {measure:<11s} {row['algo']:<8s} envs {row['num_envs']:>4d} threads "
-              f"{row['actor_threads']} a{row['actor_devices']}/l{row['learner_devices']}: "
-              f"{sps:>10,.0f} steps/s  (load {load1:.1f}, {time.perf_counter() - t0:.0f}s) "
-              f"{detail}", flush=True)
+                   detail=detail, label=measure)
+        return self._emit(row, f"threads {row['actor_threads']} a{row['actor_devices']}/"
+                               f"l{row['learner_devices']}", t0)
+
+    def measure_anakin(self, measure: str, num_devices: int, num_envs: int, T: int) -> dict:
+        """One Anakin row (scripts/anakin_benchmark.py) on `num_devices` devices: PPO on
+        --anakin_env with `num_envs` envs in all and rollouts of T steps."""
+        t0 = time.perf_counter()
+        r = anakin_benchmark.measure_on(
+            num_devices, env=self.args.anakin_env, num_envs=num_envs, unroll_length=T,
+            seconds=self.args.seconds, sets=tuple(self.args.set), seed=self.args.seed,
+            act_only=measure == "anakin_act")
+        where = (" in this process" if r["process"] == "this" else
+                 f" in a subprocess with {num_devices} faked CPU devices")
+        detail = (f"{num_devices} device(s){where}, {1e3 * r['update_s']:.1f} ms per "
+                  f"{T}x{num_envs} {'rollout' if measure == 'anakin_act' else 'update'}, "
+                  f"compile {r['compile_s']:.0f}s")
+        devices = ",".join(map(str, range(num_devices)))  # each device acts and learns
+        row = dict(env=self.args.anakin_env, algo="ppo", torso="mlp", num_envs=num_envs,
+                   actor_threads=0, actor_devices=devices, learner_devices=devices,
+                   unroll_length=T, measure=measure, steps_per_s=round(r["sps"], 1),
+                   backend=self.backend, load1=round(r["load1"], 2), cpus=os.cpu_count(),
+                   host=self.host, time=time.strftime("%Y-%m-%d %H:%M"), detail=detail,
+                   label=f"{measure}[{num_devices}dev]")
+        return self._emit(row, f"T {T} on {num_devices} device(s)", t0)
+
+    def _emit(self, row: dict, layout: str, t0: float) -> dict:
+        """Prints the row's line, appends its CSV row and keeps it."""
+        print(f"  {row['label']:<16s} {row['algo']:<8s} envs {row['num_envs']:>4d} {layout}: "
+              f"{row['steps_per_s']:>10,.0f} steps/s  (load {row['load1']:.1f}, "
+              f"{time.perf_counter() - t0:.0f}s) {row['detail']}", flush=True)
         if self.args.csv:
             with open(self.args.csv, "a", newline="") as f:
                 csv.writer(f).writerow([row[c] for c in CSV_COLUMNS])
@@ -214,6 +281,12 @@ def single(args, rec: Recorder) -> dict[str, float]:
     _bench.set_actor_overlap(config, args.actor_overlap)
     results: dict[str, float] = {}
     for m in args.measures:
+        if m in ANAKIN_MEASURES:  # the same batch as the Sebulba rows: envs in all x T
+            total = config.num_envs * len(config.actor_device_ids) * config.num_actor_threads
+            for n in args.anakin_devices:
+                row = rec.measure_anakin(m, n, total, config.unroll_length)
+                results[row["label"]] = row["steps_per_s"]
+            continue
         # The actor only changes env_infer and end_to_end: those run once per --actor_impls.
         impls = args.actor_impls if m in ("env_infer", "end_to_end") else args.actor_impls[:1]
         for impl in impls:
@@ -221,9 +294,10 @@ def single(args, rec: Recorder) -> dict[str, float]:
             key = m if len(impls) == 1 else f"{m}[{impl}]"
             results[key] = rec.measure(m, args.algo, config)["steps_per_s"]
     args.actor_impl = args.actor_impls[0]
-    print(f"\n{'measure':<11s} {'steps/s':>12s}  detail")
+    width = max([11] + [len(row["label"]) for row in rec.rows])
+    print(f"\n{'measure':<{width}s} {'steps/s':>12s}  detail")
     for row in rec.rows:
-        print(f"{row['measure']:<11s} {row['steps_per_s']:>12,.0f}  {row['detail']}")
+        print(f"{row['label']:<{width}s} {row['steps_per_s']:>12,.0f}  {row['detail']}")
     for impl in args.actor_impls:
         tag = "" if len(args.actor_impls) == 1 else f"[{impl}]"
         e2e, infer = results.get(f"end_to_end{tag}"), results.get(f"env_infer{tag}")
@@ -237,6 +311,10 @@ def single(args, rec: Recorder) -> dict[str, float]:
             bound = 1.0 / (1.0 / infer + 1.0 / results["learner"])
             print(f"end_to_end{tag} / shared-core bound 1/(1/env_infer+1/learner) "
                   f"({bound:,.0f}) = {e2e / bound:.3f}")
+    for row in rec.rows:  # Anakin against the Sebulba measure of the same work, same batch
+        base = ANAKIN_MEASURES.get(row["measure"])
+        for key in [k for k in results if base and k.split("[")[0] == base and results[k]]:
+            print(f"{row['label']} / {key} = {row['steps_per_s'] / results[key]:.2f}")
     return results
 
 

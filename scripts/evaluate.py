@@ -15,7 +15,9 @@ whole (sebulba/evaluation.py, shared with in-training evaluation): no episodic l
 clipping (the runtime never clips; agents clip in their loss), and the training config's sticky
 actions and EnvPool time limit. Each of the `--num_envs` parallel envs plays a fixed share of the
 episodes, so short games are not over-represented. Prints mean/median/std/min/max and writes
-JSON (default `<run_dir>/eval/update<N>-<policy>.json`). See docs/checkpoints.md.
+JSON (default `<run_dir>/eval/update<N>-<policy>.json`). A user error (no checkpoint at the path,
+a damaged one, a bad --import, a policy the agent cannot play) prints one line and exits with
+status 2; `--verbose` shows its traceback. See docs/checkpoints.md.
 """
 from __future__ import annotations
 
@@ -33,7 +35,7 @@ import numpy as np
 import agents
 from agents import evaluation as players  # the evaluation players (greedy, sampling)
 from experiments import wiring
-from sebulba import checkpoint, envs
+from sebulba import checkpoint, command_line, envs
 # The game loop and its settings are shared with in-training evaluation.
 from sebulba.evaluation import EVAL_SEED, eval_env_config, play, summarize
 from sebulba.user_modules import HELP as _IMPORT_HELP, import_modules
@@ -87,9 +89,12 @@ def load_agent_state(ckpt: str, sections: wiring.Sections, obs, action_space):
 def load_policy(path: str, greedy: bool = True, imports: Sequence[str] = ()) -> Policy:
     """Rebuilds the run's agent from the checkpoint's config and restores its learner state.
 
-    Greedy play needs the agent's actor_params to be `agents.acting.ActorParams` (IMPALA,
-    PPO); sampling runs the agent's own actor_step. Raises ValueError naming the differences
-    if the state does not fit that agent.
+    Greedy play uses the agent's own `greedy_step` (IMPALA, PPO, and agents built on them with
+    their own network); for an agent without one, the network the config describes, which must
+    fit its `agents.acting.ActorParams`. Sampling runs the agent's own actor_step. Both are
+    checked on the env's first observation before any game. Raises ValueError naming the
+    differences if the state does not fit that agent, and agents.evaluation.EvalPolicyError (a
+    ValueError) naming the way out if the policy cannot play it.
     """
     import_modules(imports)  # user envs, torsos, agents (registered on import)
     ckpt = checkpoint.resolve(path)
@@ -102,11 +107,29 @@ def load_policy(path: str, greedy: bool = True, imports: Sequence[str] = ()) -> 
     probe.close()
     network, agent, state = load_agent_state(ckpt, sections, obs, action_space)
     ap = jax.device_put(agent.actor_params(state))
-    kind = "greedy" if greedy else "sample"
-    players.check_eval_policy(kind, ap)
     obs_clip = float(getattr(sections.agent, "obs_clip", 10.0))
-    return Policy(ckpt, meta, config, sections,
-                  lambda n: players.eval_actor(kind, network, agent, ap, n, obs_clip))
+    player = players.eval_player("greedy" if greedy else "sample", network, agent, ap, obs,
+                                 obs_clip)
+    return Policy(ckpt, meta, config, sections, lambda n: player.actor(ap, n))
+
+
+# Loading a policy reads only what the user gave: the path, the config saved in the checkpoint,
+# --import and --policy. Its ValueErrors (a bad config, a failed --import, a damaged checkpoint
+# or one that does not fit its agent, an env no module registered, a policy that cannot play
+# the agent) and a path with no checkpoint are user errors; errors while playing are not.
+USER_ERRORS = (ValueError, FileNotFoundError)
+
+
+def load_for_command(args: argparse.Namespace) -> Policy:
+    """`load_policy` for the command line: a user error prints one line and exits with status
+    2 (sebulba/command_line.py's convention); `--verbose` or SEBULBA_VERBOSE=1 raises it with
+    its traceback instead."""
+    try:
+        return load_policy(args.path, greedy=args.policy == "greedy", imports=args.imports)
+    except USER_ERRORS as e:
+        if args.verbose or command_line.verbose_requested():
+            raise
+        command_line.fail(str(e))
 
 
 def default_output(ckpt: str, meta: dict, name: str, ext: str) -> str:
@@ -118,6 +141,12 @@ def default_output(ckpt: str, meta: dict, name: str, ext: str) -> str:
 def add_import_flag(p: argparse.ArgumentParser) -> None:
     p.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
                    help=_IMPORT_HELP)
+
+
+def add_verbose_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--verbose", action="store_true",
+                   help=f"show the traceback of a user error (checkpoint, config, --import, "
+                        f"--policy); also {command_line.VERBOSE_ENV}=1")
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -136,6 +165,7 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help=f"env/sampling seed (default {EVAL_SEED}, disjoint from training)")
     p.add_argument("--output", default="", help="JSON path; default <run_dir>/eval/...")
     add_import_flag(p)
+    add_verbose_flag(p)
     args = p.parse_args(argv)
     if args.episodes < 1 or args.num_envs < 1:
         p.error(f"--episodes={args.episodes} and --num_envs={args.num_envs} must be >= 1")
@@ -143,10 +173,11 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 def main(argv=None) -> dict:
-    """Runs the evaluation; returns (and writes) the JSON report."""
+    """Runs the evaluation; returns (and writes) the JSON report. A user error exits with
+    status 2 (`load_for_command`); from Python, `load_policy` raises it instead."""
     args = parse_args(argv)
     start = time.time()
-    policy = load_policy(args.path, greedy=args.policy == "greedy", imports=args.imports)
+    policy = load_for_command(args)
     env_cfg = eval_env_config(policy.sections.env, args.noop_max, args.max_episode_steps)
     returns, lengths = play(policy.new_actor, lambda n, seed: envs.make_env(env_cfg, n, seed),
                             args.episodes, args.num_envs, args.seed)

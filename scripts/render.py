@@ -10,8 +10,9 @@ drawing). `--frames obs` (or when rendering fails) uses the last grayscale frame
 observation instead, upscaled by `--scale`. MuJoCo rendering needs an OpenGL context (EGL or
 OSMesa with a working driver, or a display); EnvPool aborts the whole process without one, so it
 is probed in a subprocess first and the script exits with a clear message (status 2) if this
-machine cannot render. MP4 needs imageio's ffmpeg plugin (`pip install imageio-ffmpeg` or `av`);
-without it the video is written as GIF (Pillow) and the script says so.
+machine cannot render; a user error in loading the checkpoint does the same, as in evaluate.py.
+MP4 needs imageio's ffmpeg plugin (`pip install imageio-ffmpeg` or `av`); without it the video
+is written as GIF (Pillow) and the script says so.
 """
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ import tempfile
 import jax
 import numpy as np
 
-from sebulba import envs
+from sebulba import command_line, envs
 from sebulba.evaluation import EVAL_SEED, eval_env_config
 
 if __package__:  # imported as scripts.render (the tests)
@@ -57,9 +58,11 @@ def check_can_render(env_name: str) -> None:
                               stderr=subprocess.STDOUT, text=True, timeout=300, cwd=tmp)
     if proc.returncode != 0:
         detail = (proc.stdout.strip().splitlines() or ["(no output)"])[-1]
-        sys.exit(f"cannot render {env_name} on this machine: EnvPool's MuJoCo renderer needs "
-                 f"an OpenGL context (EGL or OSMesa with a working driver, or a display), and a "
-                 f"probe render exited with status {proc.returncode}: {detail}")
+        # A fact about this machine, not an exception: no traceback to offer (--verbose).
+        print(f"error: cannot render {env_name} on this machine: EnvPool's MuJoCo renderer "
+              f"needs an OpenGL context (EGL or OSMesa with a working driver, or a display), and "
+              f"a probe render exited with status {proc.returncode}: {detail}", file=sys.stderr)
+        sys.exit(command_line.USER_ERROR_STATUS)
 
 
 def obs_frame(obs: np.ndarray, scale: int) -> np.ndarray:
@@ -148,6 +151,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--noop_max", type=int, default=None, help="default: the run's")
     p.add_argument("--seed", type=int, default=EVAL_SEED)
     evaluate.add_import_flag(p)
+    evaluate.add_verbose_flag(p)
     args = p.parse_args(argv)
     for name in ("episodes", "max_frames", "scale"):
         if getattr(args, name) < 1:
@@ -160,8 +164,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 def main(argv=None) -> str:
     """Records and writes the video; returns its path."""
     args = parse_args(argv)
-    policy = evaluate.load_policy(args.path, greedy=args.policy == "greedy",
-                                  imports=args.imports)
+    policy = evaluate.load_for_command(args)  # a user error: one line, exit 2
     env_cfg = eval_env_config(policy.sections.env, args.noop_max)
     if args.frames == "render":
         check_can_render(env_cfg.name)

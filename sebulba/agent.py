@@ -45,7 +45,7 @@ class Rollout(NamedTuple):
 
 @dataclasses.dataclass(frozen=True)
 class Agent:
-    """The four functions an algorithm provides.
+    """The four functions an algorithm provides, and two optional ones.
 
     init(key, obs) -> learner_state: builds parameters and optimiser state from example obs.
     actor_params(learner_state) -> what actors need (params, normaliser statistics, ...).
@@ -57,6 +57,11 @@ class Agent:
         start of an episode, leaves [num_envs, ...]. When set, actors call
         `actor_step(actor_params, obs, key, state) -> (action, extras, new_state)` with a state
         already reset (`reset_core_state`) for the envs whose episode starts at this step.
+    greedy_step(actor_params, obs) -> action (optional): the policy's most likely action, for
+        greedy evaluation only (the runtime never calls it); recurrent agents:
+        `greedy_step(actor_params, obs, state) -> (action, new_state)`, state reset as above.
+        Agents that leave it None are played greedily with the network `config.network`
+        describes (agents/evaluation.py), or sampled with `actor_step`.
     """
 
     init: Callable[[jax.Array, PyTree], PyTree]
@@ -64,6 +69,7 @@ class Agent:
     actor_step: Callable[[PyTree, PyTree, jax.Array], tuple[jax.Array, PyTree]]
     learn_step: Callable[[PyTree, Rollout, str], tuple[PyTree, dict[str, jax.Array]]]
     initial_core_state: Callable[[int], PyTree] | None = None
+    greedy_step: Callable[..., PyTree] | None = None
 
     @property
     def recurrent(self) -> bool:

@@ -10,9 +10,10 @@ written, then SIGTERM (pre-emption) returns normally (exit 0) and Ctrl-C raises 
 and stops waiting for threads; the final checkpoint then holds the newest *complete* update
 (none if its state was donated to the abandoned one). If the main thread is stuck in C++ (a
 compilation) and cannot run the handler, a watcher thread ends the process a few seconds after
-the second signal. The loop never raises from a signal handler: it publishes one immutable `_Snapshot` (state,
-counters, episode statistics) per update with a single assignment, so whatever interrupts it,
-the checkpoint's label and the state inside it belong to the same update.
+the second signal (sebulba/signals.py, shared with the Anakin runtime). The loop never raises
+from a signal handler: it publishes one immutable `_Snapshot` (state, counters, episode
+statistics) per update with a single assignment, so whatever interrupts it, the checkpoint's
+label and the state inside it belong to the same update.
 
 A collective that fails because another process died (multi-host) raises
 `distributed.PeerLost`; the update in flight is not saved (it is incomplete).
@@ -24,13 +25,9 @@ learner without data, or an actor without parameters, warns after `stall_warning
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import math
-import os
 import queue
-import signal
-import sys
 import threading
 import time
 from typing import Any, Callable, Sequence
@@ -45,6 +42,7 @@ from sebulba.checkpoint import Checkpointer, Progress
 from sebulba.learner import NonFiniteError, make_learn_fn, place_learner_state
 from sebulba.logging import EpisodeStats, MetricsLogger
 from sebulba.pipeline import Lifetime, ParamsSource, Stopped, blocking_get
+from sebulba.signals import Abandoned, StopOnSignal, wait_ready
 from sebulba.topology import Topology, check_env_split, make_topology
 from sebulba.validation import (ConfigError, check_types, non_negative, positive_int,
                                 require)
@@ -147,10 +145,6 @@ class Interrupted(KeyboardInterrupt):
                          f"(env step {result.env_steps:,d}); {where}")
 
 
-class _Abandoned(Exception):
-    """The second signal abandoned the update in flight."""
-
-
 @dataclasses.dataclass(frozen=True)
 class _Snapshot:
     """The newest complete update: what a checkpoint saves. Replaced whole, never mutated, so
@@ -208,84 +202,6 @@ def validate_runtime_config(rc: RuntimeConfig, num_processes: int | None = None)
             f">= 2**31 updates (int32 counters); use fewer steps or bigger batches.")
 
 
-class _StopOnSignal(contextlib.AbstractContextManager):
-    """First SIGINT/SIGTERM (main thread only) asks every thread to stop, so the learner
-    finishes its update and the state is intact for the final checkpoint. The second sets
-    `urgent`: the learner abandons the update in flight and shutdown stops waiting for threads.
-
-    The handler only sets flags, never raises: an exception raised between two statements of
-    the learner loop is what once saved a state under another update's label.
-
-    Python runs handlers only when the main thread is back in the interpreter, not while it
-    sits in one long C++ call (a compilation, a synchronous computation). A watcher thread
-    sees the signals at C level (`signal.set_wakeup_fd`): if the handler of a second signal
-    has not run `grace_s` after it arrived, it ends the process (status 128 + signal number)
-    without a final checkpoint, since no state is known to be intact.
-    """
-
-    grace_s = 3.0
-
-    def __init__(self, lifetime: Lifetime) -> None:
-        self.lifetime = lifetime
-        self.received: str | None = None
-        self.urgent = threading.Event()
-        self._old: dict = {}
-        self._wakeup: tuple[int, int] | None = None
-        self._old_fd = -1
-
-    def __enter__(self):
-        if threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                self._old[sig] = signal.signal(sig, self._handle)
-            r, w = os.pipe()
-            os.set_blocking(w, False)  # the C handler must never block on it
-            self._old_fd = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
-            self._wakeup = (r, w)
-            threading.Thread(target=self._watch, args=(r,), name="signal-watch",
-                             daemon=True).start()
-        return self
-
-    def _watch(self, fd: int) -> None:
-        count, last = 0, signal.SIGINT
-        try:
-            while data := os.read(fd, 64):  # b"" once __exit__ closes the write end
-                sigs = [b for b in data if b in (signal.SIGINT, signal.SIGTERM)]
-                if not sigs:
-                    continue
-                count, last = count + len(sigs), sigs[-1]
-                if count >= 2 and not self.urgent.wait(self.grace_s):
-                    name = signal.Signals(last).name
-                    print(f"{name} again, and the main thread has not responded for "
-                          f"{self.grace_s:g}s (inside a compilation or a device call): "
-                          f"exiting now, without a final checkpoint.", file=sys.stderr,
-                          flush=True)
-                    sys.stdout.flush()
-                    os._exit(128 + last)
-        finally:
-            os.close(fd)
-
-    def _handle(self, signum, frame):
-        name = signal.Signals(signum).name
-        if self.received is not None:
-            if not self.urgent.is_set():
-                print(f"{name} again: abandoning the update in flight; the final checkpoint "
-                      f"holds the newest complete update, if its state is intact.", flush=True)
-            self.urgent.set()
-            return
-        self.received = name
-        print(f"{name}: stopping after the current update (signal again to stop at once).",
-              flush=True)
-        self.lifetime.stop()
-
-    def __exit__(self, *exc):
-        for sig, old in self._old.items():
-            signal.signal(sig, old)
-        if self._wakeup is not None:
-            signal.set_wakeup_fd(self._old_fd)
-            os.close(self._wakeup[1])  # ends the watcher
-        return False
-
-
 def train(agent: Agent, make_env: Callable[[int, int], Any], rc: RuntimeConfig,
           logger: MetricsLogger, *,
           on_update: Callable[[int, int, PyTree], None] | None = None,
@@ -337,7 +253,7 @@ def train(agent: Agent, make_env: Callable[[int, int], Any], rc: RuntimeConfig,
     params.publish(agent.actor_params(state), loop.updates)
     final = nonfinite = None
     abandoned = False
-    with _StopOnSignal(lifetime) as signals:
+    with StopOnSignal(lifetime.stop) as signals:
         loop.urgent = signals.urgent
         actors, loop.queues = _start_actors(agent, make_env, rc, topo, params, lifetime,
                                             actor_hook, loop.updates)
@@ -346,7 +262,7 @@ def train(agent: Agent, make_env: Callable[[int, int], Any], rc: RuntimeConfig,
             loop.run(learn, agent, params, on_update, checkpointer)
         except Stopped:
             pass
-        except _Abandoned:
+        except Abandoned:
             abandoned = True
         except NonFiniteError as e:  # re-raised below, once the last good state is saved
             nonfinite = e
@@ -567,17 +483,9 @@ class _LearnerLoop:
         return self.snapshot.state
 
     def _wait(self, metrics: dict) -> dict:
-        """The update's metrics on the host. Polls instead of blocking in jax.device_get, so
-        the main thread keeps handling signals while a long update runs (a blocked
-        device_get held a second Ctrl-C for the whole update, ~50 s on a loaded CPU)."""
-        leaves = [x for x in jax.tree.leaves(metrics) if isinstance(x, jax.Array)]
-        pause = 1e-4  # doubling up to 10 ms: a 1 ms update is not rounded up to 10 ms
-        while not all(x.is_ready() for x in leaves):
-            if self.urgent.is_set():
-                raise _Abandoned()
-            time.sleep(pause)
-            pause = min(2 * pause, 0.01)
-        return jax.device_get(metrics)
+        """The update's metrics on the host, polled (sebulba.signals.wait_ready): a second
+        signal abandons the update instead of waiting for its end."""
+        return jax.device_get(wait_ready(metrics, self.urgent))
 
     def _runtime_scalars(self, msgs, lags, depth, wait_s, step_s, start, start_steps
                          ) -> dict[str, float]:

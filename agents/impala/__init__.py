@@ -11,7 +11,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from agents import acting, normalization
+from agents import acting, evaluation, normalization
 from agents.builders import AgentSpec
 from agents.impala.config import ImpalaConfig
 from agents.impala.learning import LearnerState, make_learn_step, make_optimizer
@@ -38,7 +38,8 @@ def make_agent(network: nn.Module, cfg: ImpalaConfig, num_updates: int,
     return Agent(init=init, actor_params=lambda s: acting.actor_params(s.params, s.norm, cfg),
                  actor_step=acting.make_actor_step(network, cfg),
                  learn_step=make_learn_step(network, cfg, optimizer, lr),
-                 initial_core_state=acting.initial_core_state(network))
+                 initial_core_state=acting.initial_core_state(network),
+                 greedy_step=evaluation.make_greedy_step(network, cfg.obs_clip))
 
 
 def build(network: nn.Module, cfg: ImpalaConfig, runtime: "RuntimeConfig",

@@ -12,7 +12,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from agents import acting, normalization
+from agents import acting, evaluation, normalization
 from agents.builders import AgentSpec
 from agents.ppo.checks import check_minibatches
 from agents.ppo.config import PPOConfig
@@ -48,7 +48,8 @@ def make_agent(network: nn.Module, cfg: PPOConfig, num_updates: int,
     return Agent(init=init, actor_params=lambda s: acting.actor_params(s.params, s.norm, cfg),
                  actor_step=acting.make_actor_step(network, cfg, keep_policy=True,
                                                    keep_value=True),
-                 learn_step=learn_step, initial_core_state=acting.initial_core_state(network))
+                 learn_step=learn_step, initial_core_state=acting.initial_core_state(network),
+                 greedy_step=evaluation.make_greedy_step(network, cfg.obs_clip))
 
 
 def build(network: nn.Module, cfg: PPOConfig, runtime: "RuntimeConfig",

@@ -8,7 +8,9 @@ acts, steps its envs and learns); `num_envs` is the environments per process, sp
 them; the Sebulba-only fields (`actor_device_ids`, `num_actor_threads`, `queue_size`,
 `actor_overlap`, ...) do not apply, and `synchronous` is True by nature (the policy that acts is
 the one being updated: lag 0). Periodic evaluation (`eval_every_updates`) is Sebulba's
-background evaluator playing the same JAX env from the host (anakin/host_env.py).
+background evaluator playing the same JAX env from the host (anakin/host_env.py). Ctrl-C and
+SIGTERM end the process as in a Sebulba run (session.exit_interrupted, exit_now_if_abandoned):
+Ctrl-C writes summary.json and exits 130, SIGTERM exits 0, at once after a second signal.
 """
 from __future__ import annotations
 
@@ -24,9 +26,11 @@ from anakin import loop, runtime
 from anakin.host_env import HostEnv
 from experiments.wiring.build import build_network
 from experiments.wiring.evaluation import with_evaluation
-from experiments.wiring.session import Session, exit_on_lost_peer, write_summary
+from experiments.wiring.session import (Session, exit_interrupted, exit_now_if_abandoned,
+                                        exit_on_lost_peer, write_summary)
 from experiments.wiring.sections import Sections, read
 from sebulba import distributed
+from sebulba.runner import Interrupted
 from sebulba.validation import ConfigError
 
 
@@ -112,9 +116,13 @@ def run(config: ml_collections.ConfigDict, *, agent: str | agents.AgentSpec | No
           f"{ac.steps_per_update} steps on {len(ac.device_ids)} device(s) x "
           f"{jax.process_count()} process(es))", flush=True)
     try:
-        result = loop.train(session.agent, env, ac, logger, resume=session.progress, **train_kwargs)
+        result = loop.train(session.agent, env, ac, logger, resume=session.progress,
+                            **train_kwargs)
+    except Interrupted as e:  # Ctrl-C: as a Sebulba run, summary.json, one line, exit 130
+        exit_interrupted(e, session.run_dir, evaluator, main, runtime="anakin")
     except distributed.PeerLost as e:
         exit_on_lost_peer(e, train_kwargs.get("checkpointer"))
     if main:
         write_summary(session.run_dir, result, evaluator, runtime="anakin")
+    exit_now_if_abandoned(result, 0)  # a second SIGTERM: exit 0 without waiting for the call
     return result

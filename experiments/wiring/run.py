@@ -19,8 +19,8 @@ from experiments.wiring import anakin
 from experiments.wiring.build import build_network
 from experiments.wiring.evaluation import with_evaluation
 from experiments.wiring.sections import read, resolve_layout
-from experiments.wiring.session import (Session, exit_now_if_abandoned, exit_on_lost_peer,
-                                        write_summary)
+from experiments.wiring.session import (Session, exit_interrupted, exit_now_if_abandoned,
+                                        exit_on_lost_peer, write_summary)
 from sebulba import compile_cache, distributed, envs, topology
 from sebulba.runner import Interrupted, train
 
@@ -84,12 +84,7 @@ def run(config: ml_collections.ConfigDict, make_env: Callable[[int, int], Any] |
         result = train(built, make_actor_env, rc, logger, example_obs=example_obs,
                        topology=topo, **train_kwargs)
     except Interrupted as e:  # Ctrl-C: the same summary as SIGTERM, one line, exit 130
-        if main:
-            write_summary(session.run_dir, e.result, evaluator)
-        hint = f"; resume with --config.resume={session.run_dir}" if e.result.checkpoint else ""
-        print(f"{e}{hint}.", flush=True)
-        exit_now_if_abandoned(e.result, 130)
-        raise SystemExit(130) from None
+        exit_interrupted(e, session.run_dir, evaluator, main)
     except distributed.PeerLost as e:
         exit_on_lost_peer(e, train_kwargs.get("checkpointer"))
     if main:

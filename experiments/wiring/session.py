@@ -1,7 +1,7 @@
 """What a run does alike on either runtime once its network exists: the agent for the run's
 learning-rate horizon (re-stretched on resume), the checkpoint restore, the run dir, the logger,
-the checkpointer, config.json and summary.json, and the lost-peer exit (experiments/wiring/
-run.py for Sebulba, anakin.py for Anakin)."""
+the checkpointer, config.json and summary.json, and the exits after a lost peer and after Ctrl-C (experiments/
+wiring/run.py for Sebulba, anakin.py for Anakin)."""
 from __future__ import annotations
 
 import datetime
@@ -99,6 +99,17 @@ def exit_now_if_abandoned(result, status: int) -> None:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(status)
+
+
+def exit_interrupted(error, run_dir: str, evaluator, main: bool, **extra: Any) -> None:
+    """Ctrl-C (`error`: the runtime's `Interrupted`, either runtime): the same summary.json as
+    SIGTERM, one line, exit 130 (at once if an update was abandoned)."""
+    if main:
+        write_summary(run_dir, error.result, evaluator, **extra)
+    hint = f"; resume with --config.resume={run_dir}" if error.result.checkpoint else ""
+    print(f"{error}{hint}.", flush=True)
+    exit_now_if_abandoned(error.result, 130)
+    raise SystemExit(130) from None
 
 
 def write_summary(run_dir: str, result, evaluator, **extra: Any) -> None:

@@ -1,5 +1,6 @@
-"""scripts/evaluate.py acts as the actors do (any action head, normalised observations); the
-scripts load environments that a user module registers (`--import`)."""
+"""scripts/evaluate.py acts as the actors do (any action head, normalised observations, an
+agent's own network); the scripts load environments that a user module registers
+(`--import`); user errors print one line and exit 2."""
 import json
 
 import jax
@@ -11,6 +12,7 @@ from agents import normalization
 from experiments.configs import ppo_mujoco
 from scripts import evaluate
 from sebulba import registry, user_modules
+from tests.experiments import wide_head
 from tests.helpers import (build_agent, classic_config, quiet_config, save_state,
                            write_user_env_module)
 
@@ -47,7 +49,7 @@ def test_greedy_gaussian_policy_uses_the_mean_and_the_observation_statistics(tmp
     assert report["episodes"] == 2 and report["length_mean"] == 200  # Pendulum's time limit
 
 
-def test_import_flag_loads_a_user_registered_env(tmp_path):
+def test_import_flag_loads_a_user_registered_env(tmp_path, capsys):
     module = tmp_path / "user_envs.py"
     write_user_env_module(module, "UserCartPole-test-v0")
     user_modules.import_modules([str(module)])
@@ -58,11 +60,47 @@ def test_import_flag_loads_a_user_registered_env(tmp_path):
     finally:
         registry.unregister_env("UserCartPole-test-v0")
     with pytest.raises(ValueError, match="UserCartPole-test-v0"):
-        evaluate.main([config.run_dir, "--episodes", "1"])  # not registered in this process
+        evaluate.load_policy(config.run_dir)  # not registered in this process
+    with pytest.raises(SystemExit) as e:  # the command: one line, exit 2
+        evaluate.main([config.run_dir, "--episodes", "1"])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "UserCartPole-test-v0" in err and "Traceback" not in err
     report = evaluate.main([config.run_dir, "--episodes", "3", "--num_envs", "3",
                             "--import", str(module)])
     registry.unregister_env("UserCartPole-test-v0")
     assert report["env"] == "UserCartPole-test-v0" and report["episodes"] == 3
+
+
+def test_an_agent_with_its_own_head_plays_greedily_or_is_refused_in_one_line(tmp_path, capsys):
+    """docs/howto_network.md's different head: greedy play is the agent's own greedy_step;
+    an agent without one is refused before any game (the config's network does not fit it),
+    in one line naming the way out, and samples instead."""
+    runs = {}
+    for name in (wide_head.AGENT, wide_head.AGENT_NO_GREEDY):
+        config = classic_config(tmp_path / name, agent_name=name)
+        _, agent, obs = build_agent(config)
+        save_state(tmp_path / name / "run" / "checkpoints", agent.init(jax.random.key(0), obs),
+                   name, json.loads(config.to_json()))
+        runs[name] = config.run_dir
+    report = evaluate.main([runs[wide_head.AGENT], "--episodes", "2", "--num_envs", "2"])
+    assert report["policy"] == "greedy" and report["episodes"] == 2
+
+    with pytest.raises(SystemExit) as e:
+        evaluate.main([runs[wide_head.AGENT_NO_GREEDY], "--episodes", "2"])
+    assert e.value.code == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("error: greedy evaluation plays the network config.network")
+    assert "--policy sample" in err[0] and len(err) == 2  # the message, then the --verbose hint
+    with pytest.raises(evaluate.players.EvalPolicyError):  # --verbose: the exception itself
+        evaluate.main([runs[wide_head.AGENT_NO_GREEDY], "--episodes", "2", "--verbose"])
+    from scripts import render  # the same loading, the same one line
+    with pytest.raises(SystemExit) as e:
+        render.main([runs[wide_head.AGENT_NO_GREEDY], "--output", str(tmp_path / "v.gif")])
+    assert e.value.code == 2 and "--policy sample" in capsys.readouterr().err
+    report = evaluate.main([runs[wide_head.AGENT_NO_GREEDY], "--episodes", "2", "--num_envs",
+                            "2", "--policy", "sample"])
+    assert report["policy"] == "sample" and report["episodes"] == 2
 
 
 def test_import_flag_names_a_module_that_does_not_import():

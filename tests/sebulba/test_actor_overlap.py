@@ -24,7 +24,7 @@ import pytest
 from gymnasium import spaces
 from jax.sharding import SingleDeviceSharding
 
-from sebulba import actor as actor_mod
+from sebulba import actor_policy, actor_pools
 from sebulba.actor import ActorThread
 from sebulba.agent import Agent
 from sebulba.envs import EnvConfig, TimeStep, make_env
@@ -189,13 +189,13 @@ def test_synchronous_overlap_waits_for_each_update(recurrent):
 def test_auto_overlaps_envpool_on_accelerators_only():
     pool = make_env(EnvConfig(name="CartPole-v1"), 2, 0)
     try:
-        assert actor_mod.wants_overlap("auto", pool, "gpu")
-        assert actor_mod.wants_overlap("auto", pool, "tpu")
-        assert not actor_mod.wants_overlap("auto", pool, "cpu")  # measured slower on CPU
+        assert actor_pools.wants_overlap("auto", pool, "gpu")
+        assert actor_pools.wants_overlap("auto", pool, "tpu")
+        assert not actor_pools.wants_overlap("auto", pool, "cpu")  # measured slower on CPU
         # A step-only env (a user env, a gymnasium adapter) would step in the actor's thread.
-        assert not actor_mod.wants_overlap("auto", ClockEnv(2, 0), "gpu")
-        assert actor_mod.wants_overlap("on", ClockEnv(2, 0), "cpu")
-        assert not actor_mod.wants_overlap("off", pool, "gpu")
+        assert not actor_pools.wants_overlap("auto", ClockEnv(2, 0), "gpu")
+        assert actor_pools.wants_overlap("on", ClockEnv(2, 0), "cpu")
+        assert not actor_pools.wants_overlap("off", pool, "gpu")
     finally:
         pool.close()
     _, _, _, a = _run(_clock_agent(False), ClockEnv, 4, "auto", T=3, n_rollouts=1)
@@ -268,7 +268,7 @@ def test_actor_threads_share_one_compiled_policy():
                           params=params, out_queue=q, learner_sharding=SingleDeviceSharding(
                               device), lifetime=lifetime, overlap="off")
               for i, q in enumerate(queues)]
-    assert actors[0]._policy is actors[1]._policy is actor_mod.policy_fn(agent)
+    assert actors[0]._policy is actors[1]._policy is actor_policy.policy_fn(agent)
     for a in actors:
         a.start()
     try:

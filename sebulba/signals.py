@@ -1,0 +1,120 @@
+"""Ctrl-C and SIGTERM for a training loop, shared by both runtimes (sebulba/runner.py and
+anakin/loop.py), so that a signal means the same thing whichever one runs.
+
+The first SIGINT/SIGTERM asks the loop to stop after the update in flight, so that the final
+checkpoint holds an intact state. The second one abandons that update: `StopOnSignal.urgent`
+is set, and a loop that waits for its update with `wait_ready` raises `Abandoned` instead of
+waiting for the end. If the main thread cannot run the Python handler (it is inside a long C++
+call: a compilation, a blocking device wait), a watcher thread ends the process
+`StopOnSignal.grace_s` seconds after the second signal with status 128 + the signal number.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import threading
+import time
+from typing import Any, Callable
+
+import jax
+
+
+class Abandoned(Exception):
+    """The second signal abandoned the update in flight."""
+
+
+class StopOnSignal(contextlib.AbstractContextManager):
+    """First SIGINT/SIGTERM (main thread only) records the signal in `received` and calls
+    `on_stop` (the Sebulba runtime stops every thread; the loop itself checks `received`), so
+    the update in flight finishes and the state is intact for the final checkpoint. The second
+    sets `urgent`: the loop abandons the update in flight and stops waiting for threads.
+
+    The handler only sets flags, never raises: an exception raised between two statements of
+    the learner loop is what once saved a state under another update's label.
+
+    Python runs handlers only when the main thread is back in the interpreter, not while it
+    sits in one long C++ call (a compilation, a synchronous computation). A watcher thread
+    sees the signals at C level (`signal.set_wakeup_fd`): if the handler of a second signal
+    has not run `grace_s` after it arrived, it ends the process (status 128 + signal number)
+    without a final checkpoint, since no state is known to be intact.
+    """
+
+    grace_s = 3.0
+
+    def __init__(self, on_stop: Callable[[], None] | None = None) -> None:
+        self.on_stop = on_stop
+        self.received: str | None = None
+        self.urgent = threading.Event()
+        self._old: dict = {}
+        self._wakeup: tuple[int, int] | None = None
+        self._old_fd = -1
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self._old[sig] = signal.signal(sig, self._handle)
+            r, w = os.pipe()
+            os.set_blocking(w, False)  # the C handler must never block on it
+            self._old_fd = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
+            self._wakeup = (r, w)
+            threading.Thread(target=self._watch, args=(r,), name="signal-watch",
+                             daemon=True).start()
+        return self
+
+    def _watch(self, fd: int) -> None:
+        count, last = 0, signal.SIGINT
+        try:
+            while data := os.read(fd, 64):  # b"" once __exit__ closes the write end
+                sigs = [b for b in data if b in (signal.SIGINT, signal.SIGTERM)]
+                if not sigs:
+                    continue
+                count, last = count + len(sigs), sigs[-1]
+                if count >= 2 and not self.urgent.wait(self.grace_s):
+                    name = signal.Signals(last).name
+                    print(f"{name} again, and the main thread has not responded for "
+                          f"{self.grace_s:g}s (inside a compilation or a device call): "
+                          f"exiting now, without a final checkpoint.", file=sys.stderr,
+                          flush=True)
+                    sys.stdout.flush()
+                    os._exit(128 + last)
+        finally:
+            os.close(fd)
+
+    def _handle(self, signum, frame):
+        name = signal.Signals(signum).name
+        if self.received is not None:
+            if not self.urgent.is_set():
+                print(f"{name} again: abandoning the update in flight; the final checkpoint "
+                      f"holds the newest complete update, if its state is intact.", flush=True)
+            self.urgent.set()
+            return
+        self.received = name
+        print(f"{name}: stopping after the current update (signal again to stop at once).",
+              flush=True)
+        if self.on_stop is not None:
+            self.on_stop()
+
+    def __exit__(self, *exc):
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
+        if self._wakeup is not None:
+            signal.set_wakeup_fd(self._old_fd)
+            os.close(self._wakeup[1])  # ends the watcher
+        return False
+
+
+def wait_ready(tree: Any, urgent: threading.Event) -> Any:
+    """Returns `tree` (an update's outputs, still on the devices) once every array in it is
+    computed. Polls instead of blocking in jax.device_get, so the main thread keeps handling
+    signals while a long update runs (a blocked device_get held a second Ctrl-C for the whole
+    update, ~50 s on a loaded CPU); raises `Abandoned` as soon as `urgent` is set."""
+    leaves = [x for x in jax.tree.leaves(tree) if isinstance(x, jax.Array)]
+    pause = 1e-4  # doubling up to 10 ms: a 1 ms update is not rounded up to 10 ms
+    while not all(x.is_ready() for x in leaves):
+        if urgent.is_set():
+            raise Abandoned()
+        time.sleep(pause)
+        pause = min(2 * pause, 0.01)
+    return tree

@@ -1,0 +1,34 @@
+"""scripts/benchmark.py prints Anakin rows (scripts/anakin_benchmark.py) beside its Sebulba rows,
+one per device count, with the Anakin / Sebulba ratios; a device count the process lacks is
+measured in a fresh process with faked CPU devices."""
+import csv
+
+from scripts import anakin_benchmark, benchmark
+
+
+def test_anakin_rows_beside_the_sebulba_rows(tmp_path, capsys):
+    path = tmp_path / "b.csv"
+    results = benchmark.main(["--env", "CartPole-v1", "--algo", "ppo_sync", "--num_envs", "8",
+                              "--actor_threads", "1", "--unroll_length", "4", "--seconds",
+                              "0.3", "--measures", "env_infer,anakin_act,anakin",
+                              "--anakin_devices", "1,2", "--csv", str(path)])
+    assert set(results) == {"env_infer", "anakin_act[1dev]", "anakin_act[2dev]",
+                            "anakin[1dev]", "anakin[2dev]"}
+    assert all(v > 0 for v in results.values()), results
+    out = capsys.readouterr().out
+    assert "anakin_act[2dev] / env_infer = " in out, out
+    with open(path) as f:
+        rows = [r for r in csv.DictReader(f) if r["measure"].startswith("anakin")]
+    assert [(r["measure"], r["learner_devices"]) for r in rows] == [
+        ("anakin_act", "0"), ("anakin_act", "0,1"), ("anakin", "0"), ("anakin", "0,1")]
+    assert all(r["env"] == "gymnax:CartPole-v1" and r["num_envs"] == "8"
+               and r["unroll_length"] == "4" and "in this process" in r["detail"]
+               for r in rows), rows
+
+
+def test_a_device_count_this_process_lacks_runs_in_a_subprocess():
+    # The tests' process has 4 faked CPU devices (tests/conftest.py): 6 needs a fresh process.
+    # (--set goes along: 6 envs on 6 devices hold 1 each, too few for 4 minibatches.)
+    row = anakin_benchmark.measure_on(6, num_envs=6, unroll_length=2, seconds=0.2,
+                                      sets=("agent.num_minibatches=1",), act_only=True)
+    assert row["process"] == "subprocess" and row["devices"] == 6 and row["sps"] > 0, row
