@@ -8,7 +8,7 @@ hyperparameter dataclass, the checks that span config sections, and its builder:
     check(agent_config, runtime, network_config) -> None   # raises ValueError
 
 `agent_config` is an instance of the spec's config class, already built and range-checked by
-the caller; `runtime` is the `sebulba.runner.RuntimeConfig` of the run, known after it joined
+the caller; `runtime` is the `sebulba.runtime_config.RuntimeConfig` of the run, known after it joined
 its multi-host job (so `runtime.batch_envs` and `runtime.synchronous` are final); `num_updates`
 is the learning-rate schedule's horizon; `network_config` is the run's `networks.NetworkConfig`.
 

@@ -20,7 +20,7 @@ from sebulba.registry import Registry, same_definition
 
 if TYPE_CHECKING:
     from sebulba.agent import Agent
-    from sebulba.runner import RuntimeConfig
+    from sebulba.runtime_config import RuntimeConfig
 
 # (network, agent_config, runtime, num_updates) -> Agent. `runtime` is known after the run
 # joined its multi-host job, so `runtime.batch_envs` counts every host; `num_updates` is the

@@ -29,7 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-from sebulba import runner
+from sebulba import runtime_config
 from sebulba.agent import Agent, Rollout, reset_core_state
 from sebulba.learner import keep_finite
 
@@ -83,9 +83,9 @@ class AnakinConfig:
         return max(1, self.total_env_steps // self.steps_per_update)
 
     def planned_updates(self, done_updates: int = 0, done_env_steps: int = 0) -> int:
-        """As sebulba.runner.RuntimeConfig.planned_updates (the same rule)."""
-        return runner.planned_updates(self.total_env_steps, self.steps_per_update,
-                                      done_updates, done_env_steps)
+        """As sebulba.runtime_config.RuntimeConfig.planned_updates (the same rule)."""
+        return runtime_config.planned_updates(self.total_env_steps, self.steps_per_update,
+                                              done_updates, done_env_steps)
 
 
 class Runner(NamedTuple):

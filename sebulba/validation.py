@@ -3,7 +3,7 @@ any environment is built or anything compiles, with a message that names the fie
 value and what is allowed.
 
 Used by `experiments.wiring.read` (the whole experiment ConfigDict) and by the runtime
-(`runner.validate_runtime_config`). Only static checks live here: nothing touches JAX devices,
+(`runtime_config.validate_runtime_config`). Only static checks live here: nothing touches JAX devices,
 because a multi-host run must join `jax.distributed` before the first device query; device ids
 are checked by `topology.make_topology` right after joining.
 """

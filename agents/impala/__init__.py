@@ -18,7 +18,7 @@ from agents.impala.learning import LearnerState, make_learn_step, make_optimizer
 from sebulba.agent import Agent
 
 if TYPE_CHECKING:
-    from sebulba.runner import RuntimeConfig
+    from sebulba.runtime_config import RuntimeConfig
 
 
 def make_agent(network: nn.Module, cfg: ImpalaConfig, num_updates: int,

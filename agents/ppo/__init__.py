@@ -20,7 +20,7 @@ from agents.ppo.learning import LearnerState, ValueNorm, make_learn_step, make_o
 from sebulba.agent import Agent
 
 if TYPE_CHECKING:
-    from sebulba.runner import RuntimeConfig
+    from sebulba.runtime_config import RuntimeConfig
 
 
 def make_agent(network: nn.Module, cfg: PPOConfig, num_updates: int,

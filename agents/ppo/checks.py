@@ -12,7 +12,7 @@ from agents.ppo.config import PPOConfig
 
 if TYPE_CHECKING:
     from networks import NetworkConfig
-    from sebulba.runner import RuntimeConfig
+    from sebulba.runtime_config import RuntimeConfig
 
 
 def require_whole_sequences(minibatch_axis: str, lstm_size: int | None) -> None:

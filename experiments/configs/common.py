@@ -11,12 +11,12 @@ from experiments.wiring import schema
 from networks import NetworkConfig
 from sebulba.distributed import DistributedConfig
 from sebulba.envs import EnvConfig
-from sebulba.runner import RuntimeConfig
+from sebulba.runtime_config import RuntimeConfig
 
 
 def runtime_fields(config: ml_collections.ConfigDict) -> None:
     """The top-level fields every experiment config has, with their defaults and comments in
-    one place each: the runtime (sebulba.runner.RuntimeConfig), the run (RunConfig: agent,
+    one place each: the runtime (sebulba.runtime_config.RuntimeConfig), the run (RunConfig: agent,
     run dir, checkpoints, evaluation, console), `config.distributed`
     (sebulba.distributed.DistributedConfig) and `config.wandb` (WandbConfig)."""
     config.update(schema.config_dict(RuntimeConfig()))

@@ -5,7 +5,7 @@ frozen dataclass that documents and checks its fields once:
 
 | section | where in the ConfigDict | dataclass |
 |---|---|---|
-| runtime | top level | `sebulba.runner.RuntimeConfig` |
+| runtime | top level | `sebulba.runtime_config.RuntimeConfig` |
 | run | top level | `RunConfig` (below): run dir, resume, checkpoints, evaluation, console |
 | distributed | `config.distributed` | `sebulba.distributed.DistributedConfig` |
 | wandb | `config.wandb` | `WandbConfig` (below) |

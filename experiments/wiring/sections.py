@@ -19,7 +19,7 @@ import agents
 from agents import evaluation as eval_players
 from networks import NetworkConfig
 from sebulba import checkpoint, distributed, envs, layout, topology, validation
-from sebulba.runner import RuntimeConfig, validate_runtime_config
+from sebulba.runtime_config import RuntimeConfig, validate_runtime_config
 from sebulba.validation import ConfigError
 from experiments.wiring.schema import (RunConfig, WandbConfig, require_section,
                                        section_values)

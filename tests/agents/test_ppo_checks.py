@@ -6,7 +6,7 @@ import pytest
 
 import agents.ppo as ppo
 from networks.config import NetworkConfig
-from sebulba.runner import RuntimeConfig
+from sebulba.runtime_config import RuntimeConfig
 
 # 2 actor devices x 2 threads x 6 envs over 3 learner devices: 8 env columns per learner.
 RUNTIME = RuntimeConfig(actor_device_ids=(0, 1), learner_device_ids=(1, 2, 3),

@@ -13,7 +13,7 @@ from experiments.configs import common, impala_atari, impala_classic, ppo_classi
 from experiments.wiring import schema
 from sebulba.distributed import DistributedConfig
 from sebulba.envs import EnvConfig
-from sebulba.runner import RuntimeConfig
+from sebulba.runtime_config import RuntimeConfig
 from sebulba.validation import ConfigError
 
 

@@ -298,7 +298,7 @@ def test_runtime_trains_with_overlapped_actors(tmp_path):
     ("maybe", 4, r"actor_overlap='maybe' must be 'auto', 'on' or 'off'"),
     ("on", 1, r"actor_overlap='on' needs num_envs >= 2 per actor thread")])
 def test_runtime_config_checks_actor_overlap(overlap, num_envs, match):
-    from sebulba.runner import RuntimeConfig, validate_runtime_config
+    from sebulba.runtime_config import RuntimeConfig, validate_runtime_config
     with pytest.raises(ValueError, match=match):
         validate_runtime_config(RuntimeConfig(actor_overlap=overlap, num_envs=num_envs))
 
