@@ -38,7 +38,7 @@ PyTree = Any
 
 
 @dataclasses.dataclass(frozen=True)
-class AnakinConfig:
+class AnakinConfig(runtime_config.UpdatePlan):
     """How the Anakin runtime lays out and paces the work (algorithm-independent)."""
 
     device_ids: tuple[int, ...] = (0,)  # local devices; each acts, steps envs and learns
@@ -73,19 +73,6 @@ class AnakinConfig:
     @property
     def batch_envs(self) -> int:
         return self.num_envs * jax.process_count()
-
-    @property
-    def steps_per_update(self) -> int:
-        return self.batch_envs * self.unroll_length
-
-    @property
-    def num_updates(self) -> int:
-        return max(1, self.total_env_steps // self.steps_per_update)
-
-    def planned_updates(self, done_updates: int = 0, done_env_steps: int = 0) -> int:
-        """As sebulba.runtime_config.RuntimeConfig.planned_updates (the same rule)."""
-        return runtime_config.planned_updates(self.total_env_steps, self.steps_per_update,
-                                              done_updates, done_env_steps)
 
 
 class Runner(NamedTuple):

@@ -1,7 +1,7 @@
 """The runtime's config: `RuntimeConfig` (how the runtime lays out and paces the work, the top
 level of an experiment config), its checks (`validate_runtime_config`, static: no device query,
 so a multi-host run can check before joining) and the update-count rule both runtimes share
-(`planned_updates`)."""
+(`UpdatePlan`)."""
 from __future__ import annotations
 
 import dataclasses
@@ -14,8 +14,37 @@ from sebulba.topology import check_env_split
 from sebulba.validation import ConfigError, check_types, non_negative, positive_int, require
 
 
+class UpdatePlan:
+    """The update counts of a run, the same rule on both runtimes (RuntimeConfig here,
+    anakin.runtime.AnakinConfig), from the class's `batch_envs`, `unroll_length` and
+    `total_env_steps`."""
+
+    @property
+    def steps_per_update(self) -> int:
+        return self.batch_envs * self.unroll_length
+
+    @property
+    def num_updates(self) -> int:
+        """Updates a fresh run makes: whole updates within total_env_steps (at least one)."""
+        return max(1, self.total_env_steps // self.steps_per_update)
+
+    def planned_updates(self, done_updates: int = 0, done_env_steps: int = 0) -> int:
+        """The update counter a run ends at. Fresh: `num_updates`. Resumed: the updates done
+        plus the whole updates that fit in the steps left (the layout, hence the steps per
+        update, may have changed)."""
+        if done_updates == 0 and done_env_steps == 0:
+            return self.num_updates
+        left = max(0, self.total_env_steps - done_env_steps)
+        return done_updates + left // self.steps_per_update
+
+    def planned_env_steps(self, done_updates: int = 0, done_env_steps: int = 0) -> int:
+        """The env-step counter after the last planned update (the console's target)."""
+        return done_env_steps + (self.planned_updates(done_updates, done_env_steps)
+                                 - done_updates) * self.steps_per_update
+
+
 @dataclasses.dataclass(frozen=True)
-class RuntimeConfig:
+class RuntimeConfig(UpdatePlan):
     """How the runtime lays out and paces the work (algorithm-independent). The top-level
     fields of an experiment config (experiments/configs/common.py generates them from here)."""
 
@@ -51,38 +80,6 @@ class RuntimeConfig:
         """Environments per update over all hosts (every host runs the same layout)."""
         return (len(self.actor_device_ids) * self.num_actor_threads * self.num_envs
                 * jax.process_count())
-
-    @property
-    def steps_per_update(self) -> int:
-        return self.batch_envs * self.unroll_length
-
-    @property
-    def num_updates(self) -> int:
-        """Updates a fresh run makes: whole updates within total_env_steps (at least one)."""
-        return max(1, self.total_env_steps // self.steps_per_update)
-
-    def planned_updates(self, done_updates: int = 0, done_env_steps: int = 0) -> int:
-        """The update counter a run ends at. Fresh: `num_updates`. Resumed: the updates done
-        plus the whole updates that fit in the steps left (the layout, hence the steps per
-        update, may have changed)."""
-        return planned_updates(self.total_env_steps, self.steps_per_update, done_updates,
-                               done_env_steps)
-
-    def planned_env_steps(self, done_updates: int = 0, done_env_steps: int = 0) -> int:
-        """The env-step counter after the last planned update (the console's target)."""
-        return done_env_steps + (self.planned_updates(done_updates, done_env_steps)
-                                 - done_updates) * self.steps_per_update
-
-
-def planned_updates(total_env_steps: int, steps_per_update: int, done_updates: int = 0,
-                    done_env_steps: int = 0) -> int:
-    """The update counter a run ends at (both runtimes). Fresh: the whole updates within
-    total_env_steps, at least one. Resumed: the updates done plus the whole updates that fit
-    in the steps left (the layout, hence the steps per update, may have changed)."""
-    if done_updates == 0 and done_env_steps == 0:
-        return max(1, total_env_steps // steps_per_update)
-    left = max(0, total_env_steps - done_env_steps)
-    return done_updates + left // steps_per_update
 
 
 def validate_runtime_config(rc: RuntimeConfig, num_processes: int | None = None) -> None:

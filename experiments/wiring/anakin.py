@@ -96,14 +96,13 @@ def run(config: ml_collections.ConfigDict, *, agent: str | agents.AgentSpec | No
         raise ConfigError(f"learner_device_ids={list(ac.device_ids)}: {e}") from None
     network = build_network(sections, env.action_space)
     example_obs = jax.tree.map(lambda x: x[None], env.reset(jax.random.key(0)).obs)
-    session = Session(config, sections, name, network, example_obs,
-                   planned_updates=ac.planned_updates, num_updates=ac.num_updates)
+    session = Session(config, sections, name, network, example_obs, plan=ac)
     main = distributed.is_main_process()
     done = session.done
     planned = ac.planned_updates(*done)
-    logger = session.logger(done[1] + (planned - done[0]) * ac.steps_per_update)
+    logger = session.logger()
     if main and sections.run.checkpoint_keep > 0:
-        train_kwargs["checkpointer"] = session.checkpointer(session.horizon)
+        train_kwargs["checkpointer"] = session.checkpointer()
     evaluator = None
     if main and sections.run.eval_every_updates > 0:
         # Sebulba's background evaluator, on the same JAX env stepped from the host.

@@ -60,13 +60,12 @@ def run(config: ml_collections.ConfigDict, make_env: Callable[[int, int], Any] |
     probe.close()
     session = Session(config, sections, name, network, example_obs)
     built = session.agent
-    horizon = session.horizon
     main = distributed.is_main_process()  # only process 0 writes files and prints
-    logger = session.logger(rc.planned_env_steps(*session.done))
+    logger = session.logger()
     if session.progress is not None:
         train_kwargs["resume"] = session.progress
     if main and sections.run.checkpoint_keep > 0:
-        train_kwargs["checkpointer"] = session.checkpointer(horizon)
+        train_kwargs["checkpointer"] = session.checkpointer()
     evaluator = None
     if main and sections.run.eval_every_updates > 0:
         train_kwargs["on_update"], evaluator = with_evaluation(

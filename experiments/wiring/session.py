@@ -4,11 +4,12 @@ the checkpointer, config.json and summary.json, and the exits after a lost peer 
 wiring/run.py for Sebulba, anakin.py for Anakin)."""
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import json
 import os
 import sys
-from typing import Any, Callable
+from typing import Any
 
 import jax
 import ml_collections
@@ -18,6 +19,7 @@ from experiments.wiring.build import build_agent
 from experiments.wiring.sections import Sections
 from sebulba import checkpoint, distributed
 from sebulba.logging import MetricsLogger
+from sebulba.runtime_config import UpdatePlan
 from sebulba.validation import ConfigError
 
 
@@ -37,12 +39,11 @@ class Session:
     config.json."""
 
     def __init__(self, config: ml_collections.ConfigDict, sections: Sections, name: str,
-                 network, example_obs, planned_updates: Callable[[int, int], int] | None = None,
-                 num_updates: int | None = None) -> None:
+                 network, example_obs, plan: UpdatePlan | None = None) -> None:
+        """`plan`: the runtime's update counts (default: the Sebulba runtime's config)."""
         self.config, self.sections, self.name = config, sections, name
-        planned = planned_updates or sections.runtime.planned_updates
-        self.horizon = schedules.Horizon(sections.runtime.num_updates if num_updates is None
-                                         else num_updates)
+        self.plan = plan = plan or sections.runtime
+        self.horizon = schedules.Horizon(plan.num_updates)
         self.agent = build_agent(sections, network, self.horizon)
         resume_from = checkpoint.resolve(sections.run.resume) if sections.run.resume else None
         self.run_dir = make_run_dir(sections, name, resume_from)
@@ -56,19 +57,20 @@ class Session:
             # from the checkpoint's rate (agents/schedules.py, docs/checkpoints.md).
             self.horizon = schedules.resumed_horizon(
                 schedules.trained_horizon(self.progress.metadata), self.progress.updates,
-                planned(*self.done))
+                plan.planned_updates(*self.done))
             self.agent = build_agent(sections, network, self.horizon)
 
-    def logger(self, planned_env_steps: int) -> MetricsLogger:
+    def logger(self) -> MetricsLogger:
         wandb = self.sections.wandb
         return MetricsLogger(
-            self.run_dir, planned_env_steps, self.sections.run.console_every_s,
+            self.run_dir, self.plan.planned_env_steps(*self.done),
+            self.sections.run.console_every_s,
             enabled=distributed.is_main_process(),
             resume_step=self.progress.env_steps if self.progress else None,
-            wandb_config=dict(vars(wandb)) if wandb.project else None,
+            wandb_config=dataclasses.asdict(wandb) if wandb.project else None,
             run_config=json.loads(self.config.to_json()))
 
-    def checkpointer(self, horizon: schedules.Horizon) -> checkpoint.Checkpointer:
+    def checkpointer(self) -> checkpoint.Checkpointer:
         run = self.sections.run
         return checkpoint.Checkpointer(
             os.path.join(self.run_dir, "checkpoints"), every_updates=run.checkpoint_every_updates,
@@ -76,7 +78,7 @@ class Session:
             metadata={"experiment": self.name, "env": self.sections.env.name,
                       "seed": self.sections.runtime.seed,
                       "config": json.loads(self.config.to_json()),
-                      "lr_horizon": horizon.to_dict()})
+                      "lr_horizon": self.horizon.to_dict()})
 
     def write_config(self) -> None:
         if distributed.is_main_process():
