@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from scripts import _runs, benchmark, plot, sweep
+from scripts import _bench_report, _runs, benchmark, plot, sweep
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -173,7 +173,7 @@ def test_benchmark_rows_and_study_plot(tmp_path):
                     "env_only,env_infer", "--csv", str(path)])
     with open(path) as f:
         rows = list(csv.DictReader(f))
-    assert tuple(rows[0]) == benchmark.CSV_COLUMNS
+    assert tuple(rows[0]) == _bench_report.CSV_COLUMNS
     assert [(r["measure"], r["algo"]) for r in rows] == [("env_only", "-"),
                                                          ("env_infer", "ppo")]
     assert all(float(r["steps_per_s"]) > 0 and float(r["load1"]) >= 0 for r in rows)
