@@ -43,10 +43,14 @@ algorithm on both runtimes use `--algo ppo_sync` (on-policy PPO) with `--env Car
 Algorithms (`--algo`, `--algos`): impala; ppo (asynchronous, V-trace corrected, the config's
 default); ppo_sync (on-policy: actors wait for each update). On CPU with a conv torso PPO uses
 `agent.loop=unroll` (docs/ppo.md). Each measurement runs about `--seconds` after warmup.
+`--rounds N` measures the whole list N times in turn (round 1's measures, then round 2's, ...)
+and prints each round's ratios and the ratios of the per-measure medians: on a shared machine
+the load drifts between rows, and interleaved rounds spread that drift over every measure.
 
 Single layout (prints a table, end_to_end / env_only and / env_infer; `--csv` appends rows):
     python scripts/benchmark.py [--env Breakout-v5] [--algo impala] [--num_envs 32]
         [--actor_threads 2] [--torso auto|nature_cnn|impala_resnet|mlp] [--seconds 20]
+        [--rounds 1]
         [--unroll_length T] [--measures env_only,env_infer,learner,end_to_end]
         [--actor_device_ids 0] [--learner_device_ids 0] [--fake_devices N] [--csv PATH]
         [--anakin_env gymnax:CartPole-v1] [--anakin_devices 1,2]
@@ -75,6 +79,7 @@ from __future__ import annotations
 import argparse
 import os
 import socket
+import statistics
 import sys
 import warnings
 
@@ -120,6 +125,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--unroll_length", type=int, default=0,
                    help="T; 0 = the experiment config's value")
     p.add_argument("--seconds", type=float, default=20.0, help="timed seconds per measurement")
+    p.add_argument("--rounds", type=int, default=1,
+                   help="single layout: measure the list this many times in turn; ratios per "
+                        "round and of the medians")
     p.add_argument("--warmup_steps", type=int, default=20,
                    help="env steps per thread before timing")
     p.add_argument("--skip_updates", type=int, default=3,
@@ -152,6 +160,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--plot", default="", help="study: PNG path (default: the CSV's, .png)")
     args = p.parse_args(argv)
     args.measures = [m.strip() for m in args.measures.split(",") if m.strip()]
+    if args.rounds < 1:
+        p.error(f"--rounds={args.rounds} must be >= 1")
+    if args.rounds > 1 and args.study:
+        p.error("--rounds is for a single layout; a --study measures each layout once")
     args.actor_impls = [a.strip() for a in args.actor_impls.split(",") if a.strip()]
     for a in args.actor_impls:
         if a not in ("current", "before"):
@@ -198,10 +210,35 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 def single(args, rec: Recorder) -> dict[str, float]:
+    """Measures one layout `args.rounds` times; returns each measure's steps/s (with several
+    rounds, the median over them)."""
     config = _bench.make_config(args.env, args.algo, args.torso, args.num_envs,
                                 args.actor_threads, args.actor_device_ids,
                                 args.learner_device_ids, args.unroll_length, args.seed, args.set)
     _bench.set_actor_overlap(config, args.actor_overlap)
+    rounds = []
+    for r in range(args.rounds):
+        if args.rounds > 1:
+            print(f"round {r + 1}/{args.rounds}", flush=True)
+        rounds.append(_one_round(args, rec, config))
+    width = max([11] + [len(row["label"]) for row in rec.rows])
+    print(f"\n{'measure':<{width}s} {'steps/s':>12s}  detail")
+    for row in rec.rows:
+        print(f"{row['label']:<{width}s} {row['steps_per_s']:>12,.0f}  {row['detail']}")
+    if args.rounds == 1:
+        _print_ratios(args, rounds[0], "")
+        return rounds[0]
+    for r, results in enumerate(rounds):
+        _print_ratios(args, results, f"round {r + 1}: ")
+    medians = {k: statistics.median(res[k] for res in rounds) for k in rounds[0]}
+    print(f"medians of {args.rounds} rounds: "
+          + ", ".join(f"{k} {v:,.0f}" for k, v in medians.items()))
+    _print_ratios(args, medians, "median: ")
+    return medians
+
+
+def _one_round(args, rec: Recorder, config) -> dict[str, float]:
+    """Every measure of `args.measures` once: {row label: steps/s}."""
     results: dict[str, float] = {}
     for m in args.measures:
         if m in ANAKIN_MEASURES:  # the same batch as the Sebulba rows: envs in all x T
@@ -217,10 +254,12 @@ def single(args, rec: Recorder) -> dict[str, float]:
             key = m if len(impls) == 1 else f"{m}[{impl}]"
             results[key] = rec.measure(m, args.algo, config)["steps_per_s"]
     args.actor_impl = args.actor_impls[0]
-    width = max([11] + [len(row["label"]) for row in rec.rows])
-    print(f"\n{'measure':<{width}s} {'steps/s':>12s}  detail")
-    for row in rec.rows:
-        print(f"{row['label']:<{width}s} {row['steps_per_s']:>12,.0f}  {row['detail']}")
+    return results
+
+
+def _print_ratios(args, results: dict[str, float], prefix: str) -> None:
+    """end_to_end against env_only, env_infer and the shared-core bound; Anakin rows against
+    the Sebulba measure of the same work."""
     for impl in args.actor_impls:
         tag = "" if len(args.actor_impls) == 1 else f"[{impl}]"
         e2e, infer = results.get(f"end_to_end{tag}"), results.get(f"env_infer{tag}")
@@ -228,17 +267,16 @@ def single(args, rec: Recorder) -> dict[str, float]:
             continue
         for base in ("env_only", f"env_infer{tag}"):
             if base in results:
-                print(f"end_to_end{tag} / {base:<9s} = {e2e / results[base]:.3f}")
+                print(f"{prefix}end_to_end{tag} / {base:<9s} = {e2e / results[base]:.3f}")
         if infer and "learner" in results:
             # Actors and learner sharing the same cores can at best add their times up.
             bound = 1.0 / (1.0 / infer + 1.0 / results["learner"])
-            print(f"end_to_end{tag} / shared-core bound 1/(1/env_infer+1/learner) "
+            print(f"{prefix}end_to_end{tag} / shared-core bound 1/(1/env_infer+1/learner) "
                   f"({bound:,.0f}) = {e2e / bound:.3f}")
-    for row in rec.rows:  # Anakin against the Sebulba measure of the same work, same batch
-        base = ANAKIN_MEASURES.get(row["measure"])
+    for label, sps in results.items():  # labels "anakin[Ndev]", "anakin_act[Ndev]"
+        base = ANAKIN_MEASURES.get(label.split("[")[0])
         for key in [k for k in results if base and k.split("[")[0] == base and results[k]]:
-            print(f"{row['label']} / {key} = {row['steps_per_s'] / results[key]:.2f}")
-    return results
+            print(f"{prefix}{label} / {key} = {sps / results[key]:.2f}")
 
 
 def study(args, rec: Recorder, n_devices: int) -> list[dict]:

@@ -11,10 +11,13 @@ import time
 from typing import Any, Callable
 
 import jax
+import jax.numpy as jnp
 
 from sebulba.topology import local_replica
 
 _POLL_S = 0.1  # how often blocked threads re-check the stop flag
+# A copy in new buffers (never the input's: jnp.copy is not forwarded as an identity).
+_copy_tree = jax.jit(lambda tree: jax.tree.map(jnp.copy, tree))
 
 
 class Stopped(Exception):
@@ -111,9 +114,15 @@ class ParamsSource:
         """`params` may be replicated over the learner mesh; each actor device gets a copy
         of this process's replica (device to device)."""
         params = local_replica(params)
-        # may_alias=False: when an actor device is also a learner device, the copy must not
-        # share buffers with the learner state, which the next update donates.
-        copies = {d: jax.device_put(params, d, may_alias=False) for d in self._devices}
+        source = {d for x in jax.tree.leaves(params) if isinstance(x, jax.Array)
+                  for d in x.devices()}
+        # An actor device that is also the learner device gets a fresh copy: the learner state
+        # the params come from is donated to the next update. One compiled copy of the whole
+        # tree (device_put(..., may_alias=False) copies leaf by leaf: ~105 us for an MLP's 12
+        # leaves against ~65 us on a quiet 2-core CPU; per update, on the learner thread).
+        # Another device gets a device-to-device transfer, a new buffer by nature.
+        copies = {d: _copy_tree(params) if source == {d} else jax.device_put(params, d)
+                  for d in self._devices}
         with self._cond:
             self._per_device = copies
             self._version = version

@@ -1,4 +1,5 @@
-"""MetricsLogger: a session resumed in the same run dir keeps what earlier sessions logged."""
+"""MetricsLogger: every scalar reaches TensorBoard; a session resumed in the same run dir keeps
+what earlier sessions logged."""
 import json
 import types
 
@@ -33,3 +34,19 @@ def test_a_session_resumed_within_the_same_second_keeps_the_earlier_scalars(tmp_
     assert [(e.step, e.value) for e in scalars] == [(10, 10.0), (20, 20.0), (30, 30.0),
                                                     (40, 40.0)]
     assert len(list(tmp_path.glob("events.out.tfevents.*"))) == 2
+
+
+def test_every_scalar_of_an_update_reaches_tensorboard_at_its_step(tmp_path):
+    # All of an update's scalars travel in one event; TensorBoard must still see each tag.
+    logger = MetricsLogger(str(tmp_path), 100, console_every_s=1e9)
+    for step in (8, 16):
+        logger.write(step, {"loss/total": step / 8, "sps": 1000.0 + step, "episode/n": 0,
+                            "nonfinite/skipped": float("nan")})
+    logger.close()
+    acc = EventAccumulator(str(tmp_path))
+    acc.Reload()
+    assert sorted(acc.Tags()["scalars"]) == ["episode/n", "loss/total", "nonfinite/skipped",
+                                             "sps"]
+    assert [(e.step, e.value) for e in acc.Scalars("loss/total")] == [(8, 1.0), (16, 2.0)]
+    assert [(e.step, e.value) for e in acc.Scalars("sps")] == [(8, 1008.0), (16, 1016.0)]
+    assert [e.value != e.value for e in acc.Scalars("nonfinite/skipped")] == [True, True]
