@@ -114,8 +114,9 @@ class ParamsSource:
         """`params` may be replicated over the learner mesh; each actor device gets a copy
         of this process's replica (device to device)."""
         params = local_replica(params)
-        source = {d for x in jax.tree.leaves(params) if isinstance(x, jax.Array)
-                  for d in x.devices()}
+        # One replica: every leaf is on the same device (a leaf elsewhere fails in _copy_tree).
+        source = next((x.devices() for x in jax.tree.leaves(params)
+                       if isinstance(x, jax.Array)), set())
         # An actor device that is also the learner device gets a fresh copy: the learner state
         # the params come from is donated to the next update. One compiled copy of the whole
         # tree (device_put(..., may_alias=False) copies leaf by leaf: ~105 us for an MLP's 12

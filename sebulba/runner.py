@@ -38,7 +38,8 @@ from sebulba import distributed, layout
 from sebulba.actor import ActorThread, RolloutMessage
 from sebulba.agent import Agent, PyTree
 from sebulba.checkpoint import Checkpointer, Progress
-from sebulba.learner import NonFiniteError, make_learn_fn, place_learner_state
+from sebulba.learner import (MetricsPacker, NonFiniteError, make_learn_fn,
+                             place_learner_state)
 from sebulba.logging import EpisodeStats, MetricsLogger
 from sebulba.pipeline import Lifetime, ParamsSource, Stopped, blocking_get
 from sebulba.signals import Abandoned, StopOnSignal, wait_ready
@@ -121,10 +122,12 @@ def train(agent: Agent, make_env: Callable[[int, int], Any], rc: RuntimeConfig,
     else:
         state = resume.learner_state
     state = place_learner_state(state, topo)
-    learn = make_learn_fn(agent, topo)
+    packer = MetricsPacker()
+    learn = make_learn_fn(agent, topo, packer)
     lifetime = Lifetime()
     params = ParamsSource(list(topo.actor_devices), lifetime, rc.stall_warning_s)
     loop = _LearnerLoop(rc, logger, lifetime, [], topo, state, resume)
+    loop.packer = packer
     if example_obs is not None and loop.updates < loop.end_update:
         # Compile the learner while the actors start and compile (never for a run with
         # nothing left to do: a compile still running at interpreter exit aborts it).
@@ -254,6 +257,7 @@ class _LearnerLoop:
         self.actors: list = []  # for stall warnings: what each actor is doing
         self.urgent = threading.Event()  # set by a second signal: abandon the update in flight
         self.warmup: BackgroundCompile | None = None  # the learner compiling ahead of time
+        self.packer: MetricsPacker | None = None  # when the learn step's metrics come packed
         self._warned_stall = False
         self.nonfinite_streak = self.nonfinite_total = 0
 
@@ -370,17 +374,18 @@ class _LearnerLoop:
     def _wait(self, metrics: dict) -> dict:
         """The update's metrics on the host, polled (sebulba.signals.wait_ready): a second
         signal abandons the update instead of waiting for its end."""
-        return jax.device_get(wait_ready(metrics, self.urgent))
+        host = jax.device_get(wait_ready(metrics, self.urgent))
+        return self.packer.unpack(host) if self.packer is not None else host
 
     def _runtime_scalars(self, msgs, lags, depth, wait_s, step_s, start, start_steps
                          ) -> dict[str, float]:
         # This session's steps only: a resumed run starts its clock again.
         out = {"sps": (self.env_steps - start_steps) / max(time.perf_counter() - start, 1e-9),
                "updates": float(self.updates),
-               "policy_lag/mean": float(np.mean(lags)), "policy_lag/max": float(np.max(lags)),
+               "policy_lag/mean": sum(lags) / len(lags), "policy_lag/max": float(max(lags)),
                "queue/depth": float(depth),
                "time/learner_wait_data_s": wait_s, "time/learner_step_s": step_s}
         for key in msgs[0].timings:
-            out[f"time/{key}"] = float(np.mean([m.timings[key] for m in msgs]))
+            out[f"time/{key}"] = sum(m.timings[key] for m in msgs) / len(msgs)
         out.update(self.episodes.summary())
         return out

@@ -106,5 +106,6 @@ def make_topology(actor_device_ids: Sequence[int], learner_device_ids: Sequence[
 
 def local_replica(tree):
     """This process's copy of an array tree replicated over devices (no cross-host copy)."""
-    return jax.tree.map(lambda x: x.addressable_shards[0].data
-                        if isinstance(x, jax.Array) else x, tree)
+    # addressable_data(0): the first local shard without building every Shard object (the
+    # learner calls this once per update when publishing parameters).
+    return jax.tree.map(lambda x: x.addressable_data(0) if isinstance(x, jax.Array) else x, tree)

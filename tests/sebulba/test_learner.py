@@ -1,14 +1,16 @@
-"""The data-parallel learner: N learner devices must equal one device on the whole batch.
+"""The data-parallel learner: N learner devices must equal one device on the whole batch; its
+metrics reach the host packed (one array per dtype) and come back whole.
 
 This pins the gradient-averaging trap of shard_map (see agents/parallel.py): a sum instead of a
 mean, or a double mean, would make these differ by a factor of N.
 """
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import agents.impala as impala
-from sebulba.learner import make_learn_fn, place_learner_state
+from sebulba.learner import MetricsPacker, make_learn_fn, place_learner_state
 from sebulba.topology import make_topology
 from tests.helpers import ACTION_SPACES, ACTIONS, random_rollout, small_network
 
@@ -46,3 +48,18 @@ def test_sharded_update_equals_single_device(optimizer):
 def _initial_params(rollouts):
     net = small_network(ACTION_SPACES["discrete"])
     return jax.device_get(net.init(jax.random.key(0), rollouts[0].obs[0]))
+
+
+def test_metrics_packer_round_trips_every_metric_through_one_array_per_dtype():
+    packer = MetricsPacker()
+    metrics = {"loss/total": jnp.float32(1.5), "count": jnp.int32(2**30 + 1),
+               "grad/norms": jnp.arange(3, dtype=jnp.float32), "flag": jnp.asarray(True),
+               "a/nan": jnp.float32(jnp.nan)}
+    packed = jax.jit(packer.pack)(metrics)
+    assert sorted(packed) == ["bool", "float32", "int32"]  # one transfer per dtype
+    host = packer.unpack(jax.device_get(packed))
+    assert sorted(host) == sorted(metrics)
+    for name, value in metrics.items():
+        np.testing.assert_array_equal(host[name], np.asarray(value))
+        assert host[name].shape == value.shape and host[name].dtype == value.dtype
+    assert int(host["count"]) == 2**30 + 1  # integers are not squeezed through float32
