@@ -1,9 +1,9 @@
 """The four throughput measurements of scripts/benchmark.py, for IMPALA and PPO.
 
 Each `bench_<measure>(opts, config)` returns (steps per second, detail text). `config` is the
-experiment ConfigDict of one algorithm and layout (see `make_config`; its `agent_name` names the
-agent); `opts` carries seconds, warmup_steps, skip_updates and seed. Measurement definitions
-are in scripts/benchmark.py's docstring.
+experiment ConfigDict of one algorithm and layout (scripts/_bench_config.make_config; its
+`agent_name` names the agent); `opts` carries seconds, warmup_steps, skip_updates and seed.
+Measurement definitions are in scripts/benchmark.py's docstring.
 
 Nothing here re-implements the runtime: the config is read and the network and agent built by
 experiments.wiring (as every run is), pools and actor threads get the runtime's own seeds
@@ -13,7 +13,6 @@ has the shapes of the runtime's policy step (`sebulba.actor_policy.policy_fn`), 
 """
 from __future__ import annotations
 
-import ast
 import itertools
 import json
 import os
@@ -23,86 +22,6 @@ import threading
 import time
 
 import numpy as np
-
-ALGOS = ("impala", "ppo", "ppo_sync")  # ppo: asynchronous with V-trace; ppo_sync: on-policy
-
-
-def make_config(env: str, algo: str, torso: str, num_envs: int, actor_threads: int,
-                actor_ids: tuple, learner_ids: tuple, unroll_length: int, seed: int,
-                sets: tuple = ()):
-    """The experiment config (Atari or classic file of `algo`) with the benchmark's layout.
-
-    `num_envs` is the total over actor devices x threads (0: the config's envs per thread);
-    `actor_threads` 0 = the runtime's auto layout (sebulba/layout.py); `torso` "auto" =
-    nature_cnn on Atari, mlp otherwise; `unroll_length` 0 keeps the config's T; `sets` are
-    "field=value" overrides applied last (e.g. "network.lstm_size=64").
-    """
-    import jax
-    from experiments.configs import impala_atari, impala_classic, ppo_atari, ppo_classic
-    from sebulba import envs
-    envs.check_env_id(env)
-    atari = envs.is_atari(env)
-    files = {"impala": (impala_atari, impala_classic), "ppo": (ppo_atari, ppo_classic)}
-    config = files[algo.removesuffix("_sync")][0 if atari else 1].get_config()
-    config.env.name = env
-    config.network.torso = torso if torso != "auto" else ("nature_cnn" if atari else "mlp")
-    config.seed = seed
-    config.actor_device_ids = tuple(actor_ids)
-    config.learner_device_ids = tuple(learner_ids)
-    config.num_actor_threads = actor_threads
-    if num_envs > 0:  # 0: the config's envs per thread
-        config.num_envs = num_envs  # a total until the threads are known
-    # The runtime's own layout rule (sebulba/layout.py) for 0 = auto threads / EnvPool threads.
-    from experiments import wiring
-    wiring.resolve_layout(config)
-    if num_envs > 0:
-        threads = len(actor_ids) * config.num_actor_threads
-        if num_envs % threads:
-            raise SystemExit(f"--num_envs={num_envs} must be divisible by actor devices x "
-                             f"actor threads ({threads}), so every thread gets the same pool.")
-        config.num_envs = num_envs // threads
-    if unroll_length > 0:
-        config.unroll_length = unroll_length
-    if algo.startswith("ppo"):
-        config.synchronous = algo == "ppo_sync"
-        if jax.default_backend() == "cpu" and config.network.torso != "mlp":
-            # XLA:CPU runs convolutions inside lax.scan ~10-25x slower (docs/ppo.md): a CPU
-            # run would pass --config.agent.loop=unroll, so the benchmark does too.
-            config.agent.loop = "unroll"
-    for assignment in sets:
-        set_field(config, assignment)
-    return config
-
-
-def set_actor_overlap(config, mode: str) -> None:
-    """RuntimeConfig.actor_overlap for this measurement ("auto", "on", "off")."""
-    with config.unlocked():
-        config.actor_overlap = mode
-
-
-def set_field(config, assignment: str) -> None:
-    """Applies "a.b=value" to a ConfigDict; the value is a Python literal or else a string,
-    and must fit the field's type (ConfigDict checks)."""
-    field, sep, text = assignment.partition("=")
-    *path, leaf = field.split(".")
-    node = config
-    try:
-        for k in path:
-            node = node[k]
-        if not sep or leaf not in node:
-            raise KeyError(leaf)
-    except KeyError:
-        raise ValueError(f"--set {assignment!r}: expected FIELD=VALUE with an existing config "
-                         f"field (e.g. network.lstm_size=64).") from None
-    try:
-        value = ast.literal_eval(text)
-    except (ValueError, SyntaxError):
-        value = text
-    try:
-        node[leaf] = value
-    except TypeError as e:
-        raise ValueError(f"--set {assignment!r}: {e}") from None
-
 
 def read(config):
     """The config's checked sections (experiments/wiring), as a run reads them; a ConfigError

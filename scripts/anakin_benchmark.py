@@ -28,9 +28,9 @@ import time
 from typing import Sequence
 
 if __package__:  # imported as scripts.anakin_benchmark (the tests, scripts/benchmark.py)
-    from . import _bench
+    from . import _bench_config
 else:  # run as `python scripts/anakin_benchmark.py`: scripts/ is sys.path[0]
-    import _bench
+    import _bench_config
 
 _FORCE = re.compile(r"--xla_force_host_platform_device_count=\S*")
 
@@ -40,7 +40,7 @@ def measure(num_devices: int, *, env: str = "gymnax:CartPole-v1", num_envs: int 
             sets: Sequence[str] = (), seed: int = 0, act_only: bool = False
             ) -> dict[str, float]:
     """Steps/s of Anakin PPO on `num_devices` local devices with `num_envs` envs in all.
-    `sets`: "field=value" config overrides (scripts/_bench.set_field). `act_only`: the
+    `sets`: "field=value" config overrides (scripts/_bench_config.set_field). `act_only`: the
     rollouts alone (policy + env steps, fixed parameters, no learning), the counterpart of
     scripts/benchmark.py's env_infer."""
     import jax
@@ -55,7 +55,7 @@ def measure(num_devices: int, *, env: str = "gymnax:CartPole-v1", num_envs: int 
     config.learner_device_ids = tuple(range(num_devices))
     config.seed = seed
     for assignment in sets:
-        _bench.set_field(config, assignment)
+        _bench_config.set_field(config, assignment)
     # Read, checked and built as an Anakin run is (experiments/wiring/anakin.py).
     sections, ac = anakin_wiring.read_anakin(anakin_wiring.for_anakin(config), env=False)
     e = anakin_wiring.make_env(sections)

@@ -2,7 +2,8 @@
 
 Four measurements, all on the same total number of environments (`--num_envs`) and the same
 EnvPool settings as training (`sebulba.envs.make_env` with the experiment config's `EnvConfig`),
-so the rows can be compared directly (code: scripts/_bench.py):
+so the rows can be compared directly (code: scripts/_bench.py; the layout's config:
+scripts/_bench_config.py):
 
   env_only    Environments alone: each actor thread steps its own EnvPool batch of
               num_envs / (actor devices x actor_threads) envs with random actions, the same
@@ -69,9 +70,9 @@ XLA_FLAGS=--xla_force_host_platform_device_count=N (and JAX_PLATFORMS=cpu unless
 JAX is imported; library code never does. Faked devices share the same CPU cores, so on CPU a
 split measures the cost of the device-to-device copies and the collective, not a speed-up.
 
-CSV columns (CSV_COLUMNS, scripts/_bench_report.py): an Anakin row has algo ppo, actor_threads 0 and its devices as both
-actor_devices and learner_devices (each device acts and learns). Each row records `load1`, the 1-minute load average at the end of
-the measurement (the benchmark's own threads included): on a machine with C cores, load well
+CSV columns (CSV_COLUMNS, scripts/_bench_report.py): an Anakin row has algo ppo, actor_threads
+0 and its devices as both actor_devices and learner_devices (each device acts and learns). Each
+row records `load1`, the 1-minute load average at the end of the measurement (the benchmark's own threads included): on a machine with C cores, load well
 above C means other jobs competed and the number is not the machine's capability.
 """
 from __future__ import annotations
@@ -84,10 +85,11 @@ import sys
 import warnings
 
 if __package__:  # imported as scripts.benchmark (the tests)
-    from . import _bench
+    from . import _bench, _bench_config
     from ._bench_report import Recorder, plot_study
 else:  # run as `python scripts/benchmark.py`: scripts/ is sys.path[0]
     import _bench
+    import _bench_config
     from _bench_report import Recorder, plot_study
 
 MEASURES = tuple(_bench.BENCHES)  # the Sebulba measures (the default)
@@ -114,7 +116,7 @@ def parse_args(argv=None) -> argparse.Namespace:
                         "agent.loop=unroll; repeatable")
     p.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
                    help="a module (dotted name or .py file) that registers --env; repeatable")
-    p.add_argument("--algo", default="impala", choices=_bench.ALGOS)
+    p.add_argument("--algo", default="impala", choices=_bench_config.ALGOS)
     p.add_argument("--num_envs", type=int, default=32,
                    help="total envs, split evenly over actor devices x actor threads (0: the "
                         "config's envs per thread)")
@@ -185,8 +187,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                     f"count ({n}): Anakin splits the envs evenly over its devices.")
     args.algos = [a.strip() for a in args.algos.split(",")]
     for a in args.algos:
-        if a not in _bench.ALGOS:
-            p.error(f"--algos: unknown algorithm {a!r}; allowed: {', '.join(_bench.ALGOS)}")
+        if a not in _bench_config.ALGOS:
+            p.error(f"--algos: unknown algorithm {a!r}; allowed: "
+                    f"{', '.join(_bench_config.ALGOS)}")
     args.study_envs = _ids(args.study_envs, "--study_envs", p)
     args.study_threads = _ids(args.study_threads, "--study_threads", p)
     if args.study_splits != "auto":
@@ -212,10 +215,11 @@ def parse_args(argv=None) -> argparse.Namespace:
 def single(args, rec: Recorder) -> dict[str, float]:
     """Measures one layout `args.rounds` times; returns each measure's steps/s (with several
     rounds, the median over them)."""
-    config = _bench.make_config(args.env, args.algo, args.torso, args.num_envs,
-                                args.actor_threads, args.actor_device_ids,
-                                args.learner_device_ids, args.unroll_length, args.seed, args.set)
-    _bench.set_actor_overlap(config, args.actor_overlap)
+    config = _bench_config.make_config(args.env, args.algo, args.torso, args.num_envs,
+                                       args.actor_threads, args.actor_device_ids,
+                                       args.learner_device_ids, args.unroll_length, args.seed,
+                                       args.set)
+    _bench_config.set_actor_overlap(config, args.actor_overlap)
     rounds = []
     for r in range(args.rounds):
         if args.rounds > 1:
@@ -300,7 +304,7 @@ def study(args, rec: Recorder, n_devices: int) -> list[dict]:
                             continue
                         done.add((m, key))
                         try:
-                            config = _bench.make_config(
+                            config = _bench_config.make_config(
                                 args.env, algo, args.torso, num_envs, threads, actor_ids,
                                 learner_ids, args.unroll_length, args.seed, args.set)
                             rec.measure(m, algo, config)
