@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import textwrap
 
 import numpy as np
 
@@ -51,6 +52,7 @@ else:  # run as `python scripts/plot.py`: scripts/ is sys.path[0]
 
 AXES = {"step": "env steps", "time": "wall clock (minutes)"}
 AGGREGATES = ("mean", "iqm")  # mean: mean over seeds, min-max shaded; iqm: IQM, 95% CI shaded
+SHORT_LABEL = 40  # characters: longer legend labels go under the axes, wrapped
 
 
 def group_curves(run_dirs: list[str], metric: str) -> dict[str, list[dict]]:
@@ -107,6 +109,20 @@ def final_scores(groups: dict[tuple[str, str], list[str]],
     return out
 
 
+def add_legend(ax, width: int = 90) -> None:
+    """The legend of `ax`: inside it for short labels; under it, each label wrapped at `width`
+    characters, when a label is long. Labels built from config fields list every field that
+    differs (four settings can need 150 characters each), and inside the axes they would
+    squeeze the curves into a sliver (tight_layout makes room for the legend)."""
+    handles, labels = ax.get_legend_handles_labels()
+    if max(map(len, labels), default=0) <= SHORT_LABEL:
+        ax.legend(fontsize=8, loc="best")
+        return
+    labels = [textwrap.fill(label, width, subsequent_indent="  ") for label in labels]
+    ax.legend(handles, labels, fontsize=8, loc="upper left", bbox_to_anchor=(0.0, -0.2),
+              frameon=False)
+
+
 def plot_profile(finals: dict[tuple[str, str], np.ndarray], output: str, xlabel: str,
                  reps: int = 2000, seed: int = 0, title: str = "") -> str:
     import matplotlib
@@ -131,7 +147,7 @@ def plot_profile(finals: dict[tuple[str, str], np.ndarray], output: str, xlabel:
                  f"{max(n.values())} runs per setting; 95% CI shaded)", fontsize=9)
     fig.tight_layout()
     os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
-    fig.savefig(output, dpi=110)
+    fig.savefig(output, dpi=110, bbox_inches="tight")  # keeps a legend under the axes
     plt.close(fig)
     return output
 
@@ -167,11 +183,11 @@ def plot_iqm(groups: dict[tuple[str, str], list[dict]], metric: str, output: str
             ax.set_xlabel(AXES[x])
             ax.set_ylabel(f"{metric}\n{env}")
             ax.grid(alpha=0.3)
-        row[0].legend(fontsize=8, loc="best")
+        add_legend(row[0])
     fig.suptitle(title or f"{metric}: IQM over seeds, 95% stratified-bootstrap CI shaded")
     fig.tight_layout()
     os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
-    fig.savefig(output, dpi=110)
+    fig.savefig(output, dpi=110, bbox_inches="tight")  # keeps a legend under the axes
     plt.close(fig)
     return output
 
@@ -211,11 +227,11 @@ def plot(groups: dict[str, list[dict]], metric: str, output: str, title: str = "
         ax.set_xlabel(AXES[x])
         ax.set_ylabel(metric)
         ax.grid(alpha=0.3)
-    subplots[0][0].legend(fontsize=8, loc="best")
+    add_legend(subplots[0][0])
     fig.suptitle(title or f"{metric}: mean over seeds, min-max shaded")
     fig.tight_layout()
     os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
-    fig.savefig(output, dpi=110)
+    fig.savefig(output, dpi=110, bbox_inches="tight")  # keeps a legend under the axes
     plt.close(fig)
     return output
 

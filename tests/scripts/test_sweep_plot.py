@@ -114,6 +114,31 @@ def test_plot_writes_a_png_of_the_sweep(swept, tmp_path):
         "agent.learning_rate=1e-3": 2, "agent.learning_rate=5e-4": 2}
 
 
+def test_long_legend_labels_are_wrapped_under_the_axes_and_short_ones_stay_inside():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    long_label = " ".join(f"agent.field_{i}=0.000{i}" for i in range(8))  # ~150 characters
+    fig, (short_ax, long_ax) = plt.subplots(1, 2)
+    short_ax.plot([0, 1], [0, 1], label="lr=1e-3")
+    long_ax.plot([0, 1], [0, 1], label=long_label)
+    long_ax.plot([0, 1], [1, 0], label=long_label + " seed=1")
+    plot.add_legend(short_ax)
+    plot.add_legend(long_ax, width=60)
+    fig.canvas.draw()
+    short, long_ = short_ax.get_legend(), long_ax.get_legend()
+    assert [t.get_text() for t in short.get_texts()] == ["lr=1e-3"]
+    texts = [t.get_text() for t in long_.get_texts()]
+    assert all("\n" in t and max(map(len, t.split("\n"))) <= 60 for t in texts), texts
+    assert [t.replace("\n  ", " ") for t in texts] == [long_label, long_label + " seed=1"]
+    renderer = fig.canvas.get_renderer()
+    # Under the axes: the legend's top is below the axes' bottom; the short one is inside.
+    assert long_.get_window_extent(renderer).y1 < long_ax.get_window_extent(renderer).y0
+    inside = short_ax.get_window_extent(renderer)
+    assert inside.contains(*short.get_window_extent(renderer).get_points().mean(axis=0))
+    plt.close(fig)
+
+
 def test_plot_falls_back_to_tensorboard_and_groups_by_config(swept, tmp_path):
     out, _ = swept
     for i, run in enumerate(sorted(out.glob("*/seed*"))):  # plain run dirs, no sweep labels
