@@ -72,8 +72,9 @@ split measures the cost of the device-to-device copies and the collective, not a
 
 CSV columns (CSV_COLUMNS, scripts/_bench_report.py): an Anakin row has algo ppo, actor_threads
 0 and its devices as both actor_devices and learner_devices (each device acts and learns). Each
-row records `load1`, the 1-minute load average at the end of the measurement (the benchmark's own threads included): on a machine with C cores, load well
-above C means other jobs competed and the number is not the machine's capability.
+row records `load1`, the 1-minute load average at the end of the measurement (the benchmark's
+own threads included): on a machine with C cores, load well above C means other jobs competed
+and the number is not the machine's capability.
 """
 from __future__ import annotations
 

@@ -112,8 +112,8 @@ def final_scores(groups: dict[tuple[str, str], list[str]],
 def add_legend(ax, width: int = 90) -> None:
     """The legend of `ax`: inside it for short labels; under it, each label wrapped at `width`
     characters, when a label is long. Labels built from config fields list every field that
-    differs (four settings can need 150 characters each), and inside the axes they would
-    squeeze the curves into a sliver (tight_layout makes room for the legend)."""
+    differs (four settings can need 150 characters each); inside the axes, tight_layout
+    would shrink the curves to a sliver to make room. Saved with bbox_inches="tight"."""
     handles, labels = ax.get_legend_handles_labels()
     if max(map(len, labels), default=0) <= SHORT_LABEL:
         ax.legend(fontsize=8, loc="best")
@@ -141,7 +141,7 @@ def plot_profile(finals: dict[tuple[str, str], np.ndarray], output: str, xlabel:
         profiles, taus, performance_profile_cis=cis, ax=ax, xlabel=xlabel,
         ylabel=r"fraction of runs with score > $\tau$", labelsize="medium",
         ticklabelsize="medium")
-    ax.legend(fontsize=8, loc="best")
+    add_legend(ax)  # the same setting labels as the curves
     n = {s: sum(len(v) for (k, _), v in finals.items() if k == s) for s in profiles}
     ax.set_title(title or f"performance profile over {', '.join(envs)} ({min(n.values())}-"
                  f"{max(n.values())} runs per setting; 95% CI shaded)", fontsize=9)

@@ -126,8 +126,7 @@ def train(agent: Agent, make_env: Callable[[int, int], Any], rc: RuntimeConfig,
     learn = make_learn_fn(agent, topo, packer)
     lifetime = Lifetime()
     params = ParamsSource(list(topo.actor_devices), lifetime, rc.stall_warning_s)
-    loop = _LearnerLoop(rc, logger, lifetime, [], topo, state, resume)
-    loop.packer = packer
+    loop = _LearnerLoop(rc, logger, lifetime, [], topo, state, resume, packer)
     if example_obs is not None and loop.updates < loop.end_update:
         # Compile the learner while the actors start and compile (never for a run with
         # nothing left to do: a compile still running at interpreter exit aborts it).
@@ -244,7 +243,8 @@ class _LearnerLoop:
 
     def __init__(self, rc: RuntimeConfig, logger: MetricsLogger, lifetime: Lifetime,
                  queues: list[queue.Queue], topo: Topology, state: PyTree,
-                 resume: Progress | None = None) -> None:
+                 resume: Progress | None = None, packer: MetricsPacker | None = None
+                 ) -> None:
         self.rc, self.logger, self.lifetime, self.queues = rc, logger, lifetime, queues
         self.topo = topo
         self.episodes = EpisodeStats()  # working copy; the snapshot holds its state_dict
@@ -257,7 +257,7 @@ class _LearnerLoop:
         self.actors: list = []  # for stall warnings: what each actor is doing
         self.urgent = threading.Event()  # set by a second signal: abandon the update in flight
         self.warmup: BackgroundCompile | None = None  # the learner compiling ahead of time
-        self.packer: MetricsPacker | None = None  # when the learn step's metrics come packed
+        self.packer = packer  # the learn step's metrics come packed: unpacked on the host
         self._warned_stall = False
         self.nonfinite_streak = self.nonfinite_total = 0
 
