@@ -3,6 +3,7 @@
     python scripts/plot.py runs/sweep-lr --output runs/sweep-lr/curves.png
     python scripts/plot.py runs/impala-CartPole-v1-s0-* runs/impala-CartPole-v1-s1-* \\
         --metric episode/return_mean --title "IMPALA CartPole"
+    python scripts/plot.py runs/pong --reference docs/references/cleanrl_ppo_envpool_pong.csv
 
 Each argument is a run dir or a folder searched for run dirs (those with metrics.jsonl or
 TensorBoard event files; metrics.jsonl is read when both exist). Runs are grouped into
@@ -10,6 +11,8 @@ settings: by the label a sweep wrote (scripts/sweep.py), else by the config.json
 differ between the runs (seed, run_dir and similar excluded), else one setting per dir. Each
 setting is drawn as the mean over its seeds, with the min-max range over seeds shaded (see
 `seed_band` for seeds of different lengths).
+--reference draws a published curve (points read off its figure, scripts/_references.py) as a
+dashed line on the step axis, so a run is compared with it at equal agent steps.
 The wall-clock axis counts from the creation of the run's TensorBoard writer (before
 compilation); a resumed run's downtime between sessions is included.
 
@@ -43,10 +46,12 @@ import numpy as np
 
 if __package__:  # imported as scripts.plot (the tests)
     from . import _runs
+    from ._references import draw_references, load_references
     from ._scores import (NORMALIZE_TABLES, iqm_band, load_normalization, normalize,
                           performance_profile, score_table)
 else:  # run as `python scripts/plot.py`: scripts/ is sys.path[0]
     import _runs
+    from _references import draw_references, load_references
     from _scores import (NORMALIZE_TABLES, iqm_band, load_normalization, normalize,
                          performance_profile, score_table)
 
@@ -121,6 +126,10 @@ def add_legend(ax, width: int = 90) -> None:
     labels = [textwrap.fill(label, width, subsequent_indent="  ") for label in labels]
     ax.legend(handles, labels, fontsize=8, loc="upper left", bbox_to_anchor=(0.0, -0.2),
               frameon=False)
+    # The figure grows by the legend's height (8-point lines, ~0.17 inch each), else
+    # tight_layout makes that room by shrinking the axes.
+    lines = sum(label.count("\n") + 1 for label in labels)
+    ax.figure.set_figheight(ax.figure.get_figheight() + 0.17 * lines + 0.3)
 
 
 def plot_profile(finals: dict[tuple[str, str], np.ndarray], output: str, xlabel: str,
@@ -154,8 +163,9 @@ def plot_profile(finals: dict[tuple[str, str], np.ndarray], output: str, xlabel:
 
 def plot_iqm(groups: dict[tuple[str, str], list[dict]], metric: str, output: str,
              title: str = "", axes: tuple[str, ...] = ("step", "time"), reps: int = 2000,
-             seed: int = 0) -> str:
-    """One row per env, one column per x axis; per setting the IQM over seeds, 95% CI shaded."""
+             seed: int = 0, references: dict | None = None) -> str:
+    """One row per env, one column per x axis; per setting the IQM over seeds, 95% CI shaded;
+    `references` (scripts/_references.py) on the step axis of their env's row."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -178,6 +188,8 @@ def plot_iqm(groups: dict[tuple[str, str], list[dict]], metric: str, output: str
                 if low is not None:
                     ax.fill_between(grid / scale, low, high, color=color, alpha=0.2,
                                     linewidth=0)
+            if x == "step" and references:
+                draw_references(ax, references, env)
             if x == "time":
                 ax.set_xlim(left=0)
             ax.set_xlabel(AXES[x])
@@ -206,7 +218,11 @@ def _iqm_notes(groups: dict[tuple[str, str], list[dict]]) -> list[str]:
 
 
 def plot(groups: dict[str, list[dict]], metric: str, output: str, title: str = "",
-         axes: tuple[str, ...] = ("step", "time")) -> str:
+         axes: tuple[str, ...] = ("step", "time"), references: dict | None = None,
+         env: str | None = None) -> str:
+    """One panel per x axis; per setting the mean over seeds, min-max shaded; `references`
+    (scripts/_references.py) on the step axis (a reference's wall clock is another machine's),
+    only `env`'s and env-less ones when `env` (the runs' one env) is given."""
     import matplotlib
     matplotlib.use("Agg")  # files only; no display needed (CI, SSH)
     import matplotlib.pyplot as plt
@@ -222,6 +238,8 @@ def plot(groups: dict[str, list[dict]], metric: str, output: str, title: str = "
             ax.plot(grid, mean, color=color, label=f"{label} (n={len(curves)})")
             if len(curves) > 1:
                 ax.fill_between(grid, low, high, color=color, alpha=0.2, linewidth=0)
+        if x == "step" and references:
+            draw_references(ax, references, env)
         if x == "time":
             ax.set_xlim(left=0)  # from the run's start: the gap before the first point is compile
         ax.set_xlabel(AXES[x])
@@ -259,6 +277,9 @@ def main(argv=None) -> str:
     p.add_argument("--reps", type=int, default=2000,
                    help="bootstrap resamples (rliable uses 50000 for final intervals: slower)")
     p.add_argument("--bootstrap_seed", type=int, default=0)
+    p.add_argument("--reference", action="append", default=[], metavar="CSV",
+                   help="a published curve to draw on the step axis (label,step,value[,env] "
+                        "points read off its figure; docs/references/); repeatable")
     args = p.parse_args(argv)
     axes = tuple(a.strip() for a in args.x.split(","))
     bad = [a for a in axes if a not in AXES]
@@ -269,6 +290,9 @@ def main(argv=None) -> str:
     try:
         table = load_normalization(args.normalize) if args.normalize else None
         runs = _runs.find_runs(args.paths)
+        references = {}
+        for path in args.reference:
+            references.update(load_references(path))
     except (FileNotFoundError, ValueError) as e:
         p.error(str(e))
     if not runs:
@@ -283,7 +307,7 @@ def main(argv=None) -> str:
                 by_env[key] = curves
         if not by_env:
             p.error(f"none of the {len(runs)} runs logged {args.metric!r}")
-        plot_iqm(by_env, args.metric, output, args.title, axes, **boot)
+        plot_iqm(by_env, args.metric, output, args.title, axes, **boot, references=references)
         for note in _iqm_notes(by_env):
             print(f"plot: note: {note}")
         n_runs, n_groups = sum(len(c) for c in by_env.values()), len(by_env)
@@ -291,7 +315,9 @@ def main(argv=None) -> str:
         groups = group_curves(runs, args.metric)
         if not groups:
             p.error(f"none of the {len(runs)} runs logged {args.metric!r}")
-        plot(groups, args.metric, output, args.title, axes)
+        envs = {_runs.env_of(run) for run in runs}
+        plot(groups, args.metric, output, args.title, axes, references=references,
+             env=envs.pop() if len(envs) == 1 else None)
         n_runs, n_groups = sum(len(c) for c in groups.values()), len(groups)
     print(f"plot: {n_runs} runs in {n_groups} setting(s) -> {output}")
     if args.aggregate == "iqm" or args.profile or args.table:

@@ -123,8 +123,11 @@ def test_long_legend_labels_are_wrapped_under_the_axes_and_short_ones_stay_insid
     short_ax.plot([0, 1], [0, 1], label="lr=1e-3")
     long_ax.plot([0, 1], [0, 1], label=long_label)
     long_ax.plot([0, 1], [1, 0], label=long_label + " seed=1")
+    height = fig.get_figheight()
     plot.add_legend(short_ax)
+    assert fig.get_figheight() == height  # a legend inside the axes needs no room
     plot.add_legend(long_ax, width=60)
+    assert fig.get_figheight() > height + 0.17 * 6  # room for the legend's >= 6 lines
     fig.canvas.draw()
     short, long_ = short_ax.get_legend(), long_ax.get_legend()
     assert [t.get_text() for t in short.get_texts()] == ["lr=1e-3"]

@@ -1,0 +1,119 @@
+"""scripts/plot.py --reference: published curves (CSV points read off a figure) drawn beside the
+runs on the step axis, per env, without rescaling the runs; bad files named early; and the
+reference files kept in docs/references/ load."""
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+
+from scripts import _references, plot
+from tests.scripts.test_plot_aggregate import _write_run
+
+ROOT = Path(__file__).resolve().parents[2]
+CSV = """# a comment line: where the points come from
+label,env,step,value
+ref A,Pong-v5,2000,-10
+ref A,Pong-v5,0,-21
+ref A,Pong-v5,1000,-15
+ref A,Pong-v5,50000,20
+
+ref B,Breakout-v5,0,1.5
+ref B,Breakout-v5,50000,400
+"""
+
+
+@pytest.fixture
+def figures(monkeypatch):
+    """The figures plot.py draws, kept open for inspection (it closes them after saving)."""
+    kept, close = [], plt.close
+    monkeypatch.setattr(plt, "close", kept.append)
+    yield kept
+    for fig in kept:
+        close(fig)
+
+
+def _reference_labels(ax) -> list[str]:
+    return [line.get_label() for line in ax.get_lines() if "(reference)" in line.get_label()]
+
+
+def test_references_load_by_label_and_env_sorted_by_step(tmp_path):
+    path = tmp_path / "refs.csv"
+    path.write_text(CSV)
+    refs = _references.load_references(str(path))
+    assert sorted(refs) == [("ref A", "Pong-v5"), ("ref B", "Breakout-v5")]
+    steps, values = refs[("ref A", "Pong-v5")]
+    np.testing.assert_array_equal(steps, [0, 1000, 2000, 50000])
+    np.testing.assert_array_equal(values, [-21, -15, -10, 20])
+    # Without an env column a curve belongs to every env.
+    path.write_text("step,value,label\n5,1.0,x\n")
+    assert list(_references.load_references(str(path))) == [("x", "")]
+
+
+@pytest.mark.parametrize("text, message", [
+    ("label,step\nx,1\n", r"columns \['label', 'step'\]; required \['label', 'step', 'value'\]"),
+    ("label,step,value,seed\nx,1,2,0\n", r"optional \['env'\]"),
+    ("# only a comment\n", "no header and no points"),
+    ("label,step,value\n", "a header but no points"),
+    ("label,step,value\nx,1,2\nx,2,high\n", r"refs.csv:3: step '2' and value 'high' must be "
+                                             r"finite numbers"),
+    ("label,step,value\nx,1,nan\n", r"refs.csv:2: .*finite"),
+    ("label,step,value\nx,1\n", r"refs.csv:2: 2 fields, the header has 3"),
+])
+def test_bad_reference_files_are_named(tmp_path, text, message):
+    path = tmp_path / "refs.csv"
+    path.write_text(text)
+    with pytest.raises(ValueError, match=message):
+        _references.load_references(str(path))
+
+
+def test_cli_names_a_missing_or_bad_reference(tmp_path, capsys):
+    _write_run(tmp_path / "runs" / "a", seed=0, final=1.0)
+    with pytest.raises(SystemExit):
+        plot.main([str(tmp_path / "runs"), "--reference", str(tmp_path / "nope.csv")])
+    assert "nope.csv': no such file" in capsys.readouterr().err
+
+
+def test_reference_drawn_on_the_step_axis_only_keeping_the_runs_range(tmp_path, figures):
+    (tmp_path / "refs.csv").write_text(CSV + "ref C,,0,3\nref C,,2000,4\n")
+    for seed in (0, 1):  # Pong-v5 runs: ref B (Breakout-v5) is not theirs
+        _write_run(tmp_path / "runs" / f"s{seed}", seed=seed, final=-12.0 + seed,
+                   steps=2000)
+    out = plot.main([str(tmp_path / "runs"), "--reference", str(tmp_path / "refs.csv"),
+                     "--output", str(tmp_path / "curves.png")])
+    assert Path(out).stat().st_size > 10_000
+    step_ax, time_ax = figures[-1].axes[:2]
+    assert _reference_labels(step_ax) == ["ref A (reference)", "ref C (reference)"]
+    assert _reference_labels(time_ax) == []  # a reference's wall clock is another machine's
+    # ref A runs to 50,000 steps; the runs end at 2,000 and keep the axis.
+    assert step_ax.get_xlim()[1] < 2500, step_ax.get_xlim()
+    ref_a = next(line for line in step_ax.get_lines() if line.get_label() == "ref A (reference)")
+    np.testing.assert_array_equal(ref_a.get_xydata(),
+                                  [[0, -21], [1000, -15], [2000, -10], [50000, 20]])
+    # Runs of two envs in one (mean) plot: every reference.
+    _write_run(tmp_path / "runs" / "breakout", seed=0, final=3.0, env="Breakout-v5")
+    plot.main([str(tmp_path / "runs"), "--reference", str(tmp_path / "refs.csv"), "--x", "step",
+               "--output", str(tmp_path / "both.png")])
+    assert len(_reference_labels(figures[-1].axes[0])) == 3
+
+
+def test_iqm_rows_draw_only_their_env_references(tmp_path, figures):
+    (tmp_path / "refs.csv").write_text(CSV)
+    for env in ("Breakout-v5", "Pong-v5"):
+        for seed in (0, 1):
+            _write_run(tmp_path / "runs" / f"{env}-s{seed}", seed=seed, final=1.0 + seed,
+                       env=env)
+    plot.main([str(tmp_path / "runs"), "--aggregate", "iqm", "--reps", "100", "--x", "step",
+               "--reference", str(tmp_path / "refs.csv"),
+               "--output", str(tmp_path / "iqm.png")])
+    breakout_ax, pong_ax = figures[-1].axes[:2]  # rows sorted by env
+    assert _reference_labels(breakout_ax) == ["ref B (reference)"]
+    assert _reference_labels(pong_ax) == ["ref A (reference)"]
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in
+                                        (ROOT / "docs" / "references").glob("*.csv")))
+def test_the_kept_reference_files_load(name):
+    refs = _references.load_references(str(ROOT / "docs" / "references" / name))
+    assert refs and all(len(steps) >= 4 and np.all(np.diff(steps) > 0)
+                        for steps, _ in refs.values())
