@@ -72,6 +72,11 @@ def draw_references(ax, references: dict, env: str | None = None) -> None:
     drawn = [(label, curve) for (label, ref_env), curve in sorted(references.items())
              if env is None or not ref_env or ref_env == env]
     for i, (label, (steps, values)) in enumerate(drawn):
+        if xlim is not None and steps[-1] > xlim[1]:
+            # Cut at the axis' right edge (interpolated there), so points far beyond the runs
+            # do not stretch the value axis either.
+            keep, edge = steps < xlim[1], np.interp(xlim[1], steps, values)
+            steps, values = np.append(steps[keep], xlim[1]), np.append(values[keep], edge)
         ax.plot(steps, values, linestyle="--", marker="o", markersize=3, linewidth=1.2,
                 color=shades[i % len(shades)], label=f"{label} (reference)")
     if xlim is not None:

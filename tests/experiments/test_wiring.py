@@ -123,3 +123,27 @@ def test_an_auto_layout_is_resolved_for_the_checks(tmp_path):
     with pytest.raises(ConfigError, match=r"agent\.num_minibatches=3 must divide"):
         wiring.read(config, devices=False)
     assert config.num_actor_threads == 0  # read does not change the config
+
+
+def test_ppo_cleanrl_variant_is_cleanrls_setting(tmp_path):
+    """`ppo_atari.py:cleanrl` is cleanrl ppo_atari_envpool.py's Args and envpool.make (at
+    fe8d8a0), the setting whose published Pong curve docs/results.md compares a run with."""
+    from experiments.configs import ppo_atari
+    config = ppo_atari.get_config("cleanrl")
+    config.run_dir = str(tmp_path / "run")
+    s = wiring.read(config, devices=False)
+    rt, agent, env = s.runtime, s.agent, s.env
+    assert s.spec.name == "ppo" and s.network.torso == "nature_cnn"
+    assert rt.synchronous and rt.num_actor_threads == 1  # on-policy, as cleanrl
+    assert (rt.num_envs, rt.unroll_length, rt.total_env_steps) == (8, 128, 10_000_000)
+    assert (agent.num_epochs, agent.num_minibatches, agent.minibatch_axis) == (4, 4, "sample")
+    assert (agent.learning_rate, agent.lr_decay, agent.adam_eps) == (2.5e-4, True, 1e-5)
+    assert (agent.discount, agent.gae_lambda, agent.clip_eps, agent.value_clip_eps) == (
+        0.99, 0.95, 0.1, 0.1)
+    assert (agent.entropy_cost, agent.value_cost, agent.max_grad_norm) == (0.01, 0.5, 0.5)
+    assert agent.normalize_advantages and agent.reward_clip == 1.0
+    # EnvPool's defaults, which cleanrl keeps, plus its episodic_life=True.
+    assert env.repeat_action_probability == 0.0 and env.episodic_life
+    assert not env.full_action_space and env.noop_max == 30
+    with pytest.raises(ValueError, match="allowed: 'default', 'sync', 'cpu', 'cleanrl'"):
+        ppo_atari.get_config("clean")
