@@ -81,8 +81,10 @@ def labels(run_dirs: list[str], exclude: tuple[str, ...] = ()) -> dict[str, str]
             out[run] = os.path.basename(run)
     keys = sorted({k for c in configs.values() for k in c})
     varying = [k for k in keys if len({json.dumps(c.get(k)) for c in configs.values()}) > 1]
+    # Nothing varies: one run is named by its directory; several are one setting's seeds.
+    same = os.path.basename(next(iter(configs))) if len(configs) == 1 else "all runs"
     for run, c in configs.items():
-        out[run] = " ".join(f"{k}={c.get(k)}" for k in varying) or "all runs"
+        out[run] = " ".join(f"{k}={c.get(k)}" for k in varying) or same
     return out
 
 

@@ -94,6 +94,9 @@ def test_reference_drawn_on_the_step_axis_only_keeping_the_runs_range(tmp_path, 
     edge = -10 + 30 * (right - 2000) / 48000
     np.testing.assert_allclose(ref_a.get_xydata(),
                                [[0, -21], [1000, -15], [2000, -10], [right, edge]])
+    assert [line.get_label() for line in step_ax.get_lines()][0] == "all runs (n=2)"
+    plot.main([str(tmp_path / "runs" / "s0"), "--x", "step", "--output", str(tmp_path / "1.png")])
+    assert figures[-1].axes[0].get_lines()[0].get_label() == "s0 (n=1)"  # one run: its dir
     # Runs of two envs in one (mean) plot: every reference.
     _write_run(tmp_path / "runs" / "breakout", seed=0, final=3.0, env="Breakout-v5")
     plot.main([str(tmp_path / "runs"), "--reference", str(tmp_path / "refs.csv"), "--x", "step",
