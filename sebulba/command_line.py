@@ -185,8 +185,8 @@ def cpu_hint(config: Any, config_file: str) -> str | None:
     variant = (f"--config={path}:cpu" if os.path.basename(path) in
                ("impala_atari.py", "ppo_atari.py") else "--config.network.torso=nature_cnn")
     return (f"note: JAX runs on CPU and network.torso='impala_resnet' is a GPU-sized network: "
-            f"expect about half a minute to the first update, then ~10-50 env steps/s (an "
-            f"ETA of hundreds of hours). For a CPU-sized "
+            f"expect up to half a minute to the first update, then ~100 env steps/s on 2 "
+            f"cores (an ETA of over a hundred hours). For a CPU-sized "
             f"run use {variant} (Nature CNN, fewer envs; README, throughput table).")
 
 

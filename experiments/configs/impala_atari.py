@@ -1,10 +1,11 @@
 """IMPALA on EnvPool Atari. Variants: `:cpu` (sized for a CPU), `:debug` (tiny, seconds on a
 laptop CPU).
 
-The default trains the IMPALA ResNet, a GPU-sized network: on a CPU it runs at ~10-50 env
-steps/s (45 on 2 quiet cores with the auto layout, first update after ~40 s). `:cpu` trains the Nature CNN on 2 threads x 16 envs, the
-layout measured in the README's throughput table (436 steps/s end to end on 2 quiet cores;
-150-190 on the same machine shared at load 7).
+The default trains the IMPALA ResNet, a GPU-sized network: on a CPU it runs at ~100 env
+steps/s (97 on 2 quiet cores with the auto layout, 2026-12-01; first update after 10-40 s).
+`:cpu` trains the Nature CNN on 2 threads x 16 envs, the layout measured in the README's
+throughput table (436 steps/s end to end on 2 quiet cores; 150-190 on the same machine shared
+at load 7).
 
 Hyperparameter sources are cited in agents/impala/config.py and compared in docs/results.md.
 The default follows cleanba's IMPALA (github.com/vwxyzjn/cleanba, cleanba/cleanba_impala.py),

@@ -81,7 +81,7 @@ def test_import_flag_registers_a_user_env_for_training(script, how, tmp_path):
 
 
 def test_cpu_variants_and_the_cpu_hint():
-    """The README's first command on a CPU trains the IMPALA ResNet at ~10-50 steps/s: a
+    """The README's first command on a CPU trains the IMPALA ResNet at ~100 steps/s: a
     one-line note says so and names the `:cpu` variant (Nature CNN, fewer envs)."""
     import jax
     from experiments.configs import impala_atari, ppo_atari
