@@ -1,7 +1,6 @@
 """scripts/plot.py's seed aggregates (IQM, stratified-bootstrap intervals, performance profile,
 normalisation, the final-score table) on synthetic run dirs with known per-seed scores."""
 import json
-from pathlib import Path
 
 import matplotlib.image
 import numpy as np
@@ -9,27 +8,10 @@ import pytest
 from scipy import stats
 
 from scripts import _runs, _scores, plot
+from tests.scripts.run_dirs import METRIC
+from tests.scripts.run_dirs import write_run as _write_run
 
-METRIC = "episode/return_mean"
 REPS = 300  # enough for a 95% interval to be stable to ~0.1 here, and quick
-
-
-def _write_run(path: Path, seed: int, final: float, env: str = "Pong-v5", lr: float = 1e-3,
-               steps: int = 1000, points: int = 11, summary: bool = True, sweep: dict = None):
-    """A run dir as experiments/wiring/run.py writes it: the return rises linearly from 0 to
-    `final` over `steps` env steps (so at step k it is final * k / steps)."""
-    path.mkdir(parents=True)
-    config = {"seed": seed, "run_dir": str(path), "env": {"name": env},
-              "agent": {"learning_rate": lr}, "wandb": {"name": f"s{seed}"}}
-    (path / "config.json").write_text(json.dumps(config))
-    with open(path / "metrics.jsonl", "w") as f:
-        for k in np.linspace(0, steps, points):
-            f.write(json.dumps({"step": int(k), "time": 1000.0 + k / 100,
-                                METRIC: final * k / steps}) + "\n")
-    if summary:
-        (path / "summary.json").write_text(json.dumps({METRIC: final, "env_steps": steps}))
-    if sweep is not None:
-        (path / "sweep_run.json").write_text(json.dumps(sweep))
 
 
 def _parse_table(text: str) -> dict[tuple[str, str], dict]:

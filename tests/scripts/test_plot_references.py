@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from scripts import _references, plot
-from tests.scripts.test_plot_aggregate import _write_run
+from tests.scripts.run_dirs import write_run as _write_run
 
 ROOT = Path(__file__).resolve().parents[2]
 CSV = """# a comment line: where the points come from
