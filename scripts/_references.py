@@ -10,7 +10,8 @@ comments (say there where the points come from and how precisely they were read)
     cleanrl PPO (envpool),Pong-v5,1000000,-11.3
 
 `step` counts agent steps, as the runs' logs do. A reference with an `env` is drawn only beside
-that env's curves where the plot has one panel per env (--aggregate iqm).
+that env's curves: in its row of an --aggregate iqm plot, and in a mean plot whose runs share
+one env (a mean plot over several envs draws every reference).
 """
 from __future__ import annotations
 

@@ -292,7 +292,12 @@ def main(argv=None) -> str:
         runs = _runs.find_runs(args.paths)
         references = {}
         for path in args.reference:
-            references.update(load_references(path))
+            curves = load_references(path)
+            clash = sorted(set(curves) & set(references))
+            if clash:  # one curve would silently replace the other
+                raise ValueError(f"--reference {path}: curve {clash[0]} (label, env) is also "
+                                 f"in an earlier --reference file; give it another label")
+            references.update(curves)
     except (FileNotFoundError, ValueError) as e:
         p.error(str(e))
     if not runs:
