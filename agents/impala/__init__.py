@@ -11,7 +11,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from agents import acting, evaluation, normalization
+from agents import acting, evaluation, minibatches, normalization
 from agents.builders import AgentSpec
 from agents.impala.config import ImpalaConfig
 from agents.impala.learning import LearnerState, make_learn_step, make_optimizer
@@ -48,6 +48,12 @@ def build(network: nn.Module, cfg: ImpalaConfig, runtime: "RuntimeConfig",
     return make_agent(network, cfg, num_updates, batch_envs=runtime.batch_envs)
 
 
-SPEC = AgentSpec("impala", build, ImpalaConfig)
+def check_minibatches(cfg: ImpalaConfig, runtime: "RuntimeConfig", network_config) -> None:
+    """Fails before any thread starts when each learner device's env columns do not split
+    into `num_minibatches` minibatches."""
+    minibatches.require_divisible(cfg.num_minibatches, minibatches.envs_per_learner(runtime))
 
-__all__ = ["ImpalaConfig", "LearnerState", "SPEC", "build", "make_agent"]
+
+SPEC = AgentSpec("impala", build, ImpalaConfig, checks=(check_minibatches,))
+
+__all__ = ["ImpalaConfig", "LearnerState", "SPEC", "build", "check_minibatches", "make_agent"]

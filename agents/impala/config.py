@@ -31,6 +31,8 @@ class ImpalaConfig:
     optimizer: str = "rmsprop"     # "rmsprop" or "adam"; [C], [S]
     learning_rate: float = 6e-4    # [C] learning_rate
     lr_decay: bool = True          # linear decay to 0 over the run; [C] anneal_lr, [S]
+    num_minibatches: int = 1       # gradient steps per update, each on 1/M of every learner
+                                   # device's env columns (the lr stays the update's); [C] 4
     rmsprop_decay: float = 0.99    # [C] decay; [S] decay
     rmsprop_eps: float = (0.01 / 640) ** 2  # [C] eps=0.01 outside the sqrt on a 640-sample
                                    # summed loss; here inside the sqrt of a mean (docstring)
@@ -47,6 +49,8 @@ class ImpalaConfig:
             raise ValueError(f"discount={self.discount} must be in [0, 1].")
         if not 0.0 <= self.vtrace_lambda <= 1.0:
             raise ValueError(f"vtrace_lambda={self.vtrace_lambda} must be in [0, 1].")
+        if not isinstance(self.num_minibatches, int) or self.num_minibatches < 1:
+            raise ValueError(f"num_minibatches={self.num_minibatches!r} must be an int >= 1.")
         for name in ("clip_rho", "clip_pg_rho", "learning_rate"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name}={getattr(self, name)} must be positive.")

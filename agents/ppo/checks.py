@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from agents import minibatches
 from agents.ppo.config import PPOConfig
 
 if TYPE_CHECKING:
@@ -30,12 +31,8 @@ def require_whole_sequences(minibatch_axis: str, lstm_size: int | None) -> None:
 def require_divisible(num_minibatches: int, per_learner: int, minibatch_axis: str) -> None:
     """`num_minibatches` must divide what each learner device splits per update:
     `per_learner` env columns ("env" axis) or steps ("sample": unroll_length x envs)."""
-    if per_learner % num_minibatches != 0:
-        what = "environments" if minibatch_axis == "env" else "steps (unroll_length x envs)"
-        raise ValueError(
-            f"agent.num_minibatches={num_minibatches} must divide the "
-            f"{per_learner} {what} each learner device holds per update "
-            f"(actor devices x num_actor_threads x num_envs / learner devices).")
+    what = "environments" if minibatch_axis == "env" else "steps (unroll_length x envs)"
+    minibatches.require_divisible(num_minibatches, per_learner, what)
 
 
 def check_minibatches(cfg: PPOConfig, runtime: RuntimeConfig,
@@ -44,10 +41,7 @@ def check_minibatches(cfg: PPOConfig, runtime: RuntimeConfig,
     minibatch_axis="sample", the steps) do not split into minibatches, or when a recurrent
     network (network_config.lstm_size > 0) is asked for minibatches of single steps."""
     require_whole_sequences(cfg.minibatch_axis, network_config.lstm_size)
-    # Per host: every host runs the same layout over its own learner devices, so this is
-    # batch_envs / (all learner devices) without reading the process count.
-    envs = len(runtime.actor_device_ids) * runtime.num_actor_threads * runtime.num_envs
-    per_learner = envs // len(runtime.learner_device_ids)
+    per_learner = minibatches.envs_per_learner(runtime)
     if cfg.minibatch_axis == "sample":
         per_learner *= runtime.unroll_length
     require_divisible(cfg.num_minibatches, per_learner, cfg.minibatch_axis)

@@ -48,7 +48,7 @@ def test_builtins_are_listed_and_loaded_by_name_without_importing_them_first():
 
 def test_builtin_specs_declare_config_and_checks():
     assert (impala.SPEC.name, impala.SPEC.config_cls, impala.SPEC.checks) == (
-        "impala", impala.ImpalaConfig, ())
+        "impala", impala.ImpalaConfig, (impala.check_minibatches,))
     assert (ppo.SPEC.name, ppo.SPEC.config_cls, ppo.SPEC.checks) == (
         "ppo", ppo.PPOConfig, (ppo.check_minibatches,))
 

@@ -147,3 +147,21 @@ def test_ppo_cleanrl_variant_is_cleanrls_setting(tmp_path):
     assert not env.full_action_space and env.noop_max == 30
     with pytest.raises(ValueError, match="allowed: 'default', 'sync', 'cpu', 'cleanrl'"):
         ppo_atari.get_config("clean")
+
+
+@pytest.mark.parametrize("variant, threads, minibatch", [("default", 2, 640), ("cpu", 2, 80)])
+def test_impala_atari_clip_and_eps_are_cleanbas_for_the_minibatch(tmp_path, variant, threads,
+                                                                   minibatch):
+    """cleanba clips at 40 and adds RMSProp eps 0.01 outside the root, on a loss summed over
+    each 640-sample minibatch; ours is a per-sample mean, so both are divided by the minibatch
+    a learner step sees (eps also squared: optax adds it inside the root). The default on a
+    16-core host (2 auto threads) and `:cpu` must keep that relation if their layout changes."""
+    config = impala_atari.get_config(variant)
+    config.num_actor_threads = threads
+    config.run_dir = str(tmp_path / "run")
+    s = wiring.read(config, devices=False)
+    rt, agent = s.runtime, s.agent
+    samples = rt.num_actor_threads * rt.num_envs * rt.unroll_length // agent.num_minibatches
+    assert samples == minibatch
+    assert agent.max_grad_norm == pytest.approx(40.0 / samples)
+    assert agent.rmsprop_eps == pytest.approx((0.01 / samples) ** 2)

@@ -74,6 +74,17 @@ def test_cli_names_a_missing_or_bad_reference(tmp_path, capsys):
     assert "nope.csv': no such file" in capsys.readouterr().err
 
 
+def test_cli_refuses_one_curve_given_by_two_reference_files(tmp_path, capsys):
+    _write_run(tmp_path / "runs" / "a", seed=0, final=1.0)
+    (tmp_path / "one.csv").write_text(CSV)
+    (tmp_path / "two.csv").write_text("label,env,step,value\nref A,Pong-v5,0,5\n")
+    with pytest.raises(SystemExit):
+        plot.main([str(tmp_path / "runs"), "--reference", str(tmp_path / "one.csv"),
+                   "--reference", str(tmp_path / "two.csv")])
+    err = capsys.readouterr().err
+    assert "two.csv: curve ('ref A', 'Pong-v5') (label, env) is also in an earlier" in err
+
+
 def test_reference_drawn_on_the_step_axis_only_keeping_the_runs_range(tmp_path, figures):
     (tmp_path / "refs.csv").write_text(CSV + "ref C,,0,3\nref C,,2000,4\n")
     for seed in (0, 1):  # Pong-v5 runs: ref B (Breakout-v5) is not theirs
