@@ -12,6 +12,9 @@ gradient sizes, so the reference values are divided by 640 here (epsilon also sq
 adds it inside the square root, [C] outside). With the reference values taken literally
 (eps 0.01, clip 40) on a mean loss, the median parameter's step was ~1% (Nature CNN) to ~11%
 (ResNet) of RMSProp's normalised step (measured on Pong frames at init; docs/results.md).
+For another minibatch of n samples per gradient step (envs x unroll_length / num_minibatches),
+the same reference values are 40 / n and (0.01 / n) ** 2: experiments/configs/impala_atari.py
+sets them so for its default (n = 640 on a 16-core host) and `:cpu` (n = 80).
 """
 from __future__ import annotations
 

@@ -4,8 +4,8 @@ laptop CPU).
 The default trains the IMPALA ResNet, a GPU-sized network: on a CPU it runs at ~100 env
 steps/s (97 on 2 quiet cores with the auto layout, 2026-12-01; first update after 10-40 s).
 `:cpu` trains the Nature CNN on 2 threads x 8 envs x 5 steps, 80 samples per update (~700 agent
-steps/s end to end on 2 quiet cores): Pong-v5 -13.3 at 2M agent steps, Breakout-v5 19.9 at 1M
-(one seed each, docs/results.md).
+steps/s end to end on 2 quiet cores): Pong-v5 -13.3 at 2M agent steps (one seed), Breakout-v5
+19.9 / 21.6 at 1M (two seeds; docs/results.md).
 
 Hyperparameter sources are cited in agents/impala/config.py and compared in docs/results.md.
 The default follows cleanba's IMPALA (github.com/vwxyzjn/cleanba, cleanba/cleanba_impala.py),
