@@ -6,7 +6,6 @@ import dataclasses
 
 import jax
 import numpy as np
-import optax
 import pytest
 
 import agents.impala as impala
@@ -79,7 +78,7 @@ def test_every_minibatch_step_of_an_update_uses_the_updates_learning_rate():
     cfg = impala.ImpalaConfig(learning_rate=0.1, num_minibatches=2, max_grad_norm=0.0,
                               rmsprop_eps=0.0)
     opt, schedule = make_optimizer(cfg, num_updates=3)
-    params, state, rates = np.float32(0.0), None, []
+    params, rates = np.float32(0.0), []
     state = opt.init(params)
     for t in range(7):
         updates, state = opt.update(np.float32(1.0), state, params)
