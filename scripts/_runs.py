@@ -88,6 +88,40 @@ def labels(run_dirs: list[str], exclude: tuple[str, ...] = ()) -> dict[str, str]
     return out
 
 
+def parse_names(specs: Iterable[str]) -> dict[str, str]:
+    """{path: legend text} from PATH=TEXT specs (plot.py --label), the path normalised."""
+    names: dict[str, str] = {}
+    for spec in specs:
+        path, sep, text = spec.partition("=")
+        if not sep or not path or not text.strip():
+            raise ValueError(f"--label {spec!r}: expected PATH=TEXT (a run dir or a folder of "
+                             f"run dirs, then the legend text)")
+        names[os.path.normpath(path)] = text.strip()
+    return names
+
+
+def apply_names(labels_of: dict[str, str], names: dict[str, str]) -> dict[str, str]:
+    """`labels_of` with each run under a named path (the path itself or below it) relabelled
+    by that name; runs given the same name become one setting. A name that matches no run, or
+    a run under two named paths, is an error naming them."""
+    out = dict(labels_of)
+    owner: dict[str, str] = {}
+    for path, text in names.items():
+        top = os.path.abspath(path)
+        matched = [run for run in labels_of
+                   if os.path.commonpath([top, os.path.abspath(run)]) == top]
+        if not matched:
+            raise ValueError(f"--label {path}={text}: no run dir is {path} or under it; run "
+                             f"dirs: {', '.join(sorted(labels_of)) or 'none'}")
+        for run in matched:
+            if run in owner:
+                raise ValueError(f"--label: run {run} is under both {owner[run]} and {path}; "
+                                 f"name it once")
+            owner[run] = path
+            out[run] = text
+    return out
+
+
 def env_of(run_dir: str) -> str:
     """The run's env (config.json's env.name), "-" when it has no config.json."""
     config = read_json(os.path.join(run_dir, "config.json")) or {}

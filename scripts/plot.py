@@ -4,13 +4,16 @@
     python scripts/plot.py runs/impala-CartPole-v1-s0-* runs/impala-CartPole-v1-s1-* \\
         --metric episode/return_mean --title "IMPALA CartPole"
     python scripts/plot.py runs/pong --reference docs/references/cleanrl_ppo_envpool_pong.csv
+    python scripts/plot.py runs/a_s0 runs/a_s1 runs/b_s0 --label runs/a_s0="80 per update" \
+        --label runs/a_s1="80 per update" --label runs/b_s0="640 per update"
 
 Each argument is a run dir or a folder searched for run dirs (those with metrics.jsonl or
 TensorBoard event files; metrics.jsonl is read when both exist). Runs are grouped into
-settings: by the label a sweep wrote (scripts/sweep.py), else by the config.json fields that
-differ between the runs (seed, run_dir and similar excluded), else one setting per dir. Each
-setting is drawn as the mean over its seeds, with the min-max range over seeds shaded (see
-`seed_band` for seeds of different lengths).
+settings: by the name given to their path with --label PATH=TEXT, else by the label a sweep
+wrote (scripts/sweep.py), else by the config.json fields that differ between the runs (seed,
+run_dir and similar excluded), else one setting per dir. Each setting is drawn as the mean
+over its seeds, with the min-max range over seeds shaded (see `seed_band` for seeds of
+different lengths).
 --reference draws a published curve (points read off its figure, scripts/_references.py) as a
 dashed line on the step axis, so a run is compared with it at equal agent steps.
 The wall-clock axis counts from the creation of the run's TensorBoard writer (before
@@ -60,9 +63,11 @@ AGGREGATES = ("mean", "iqm")  # mean: mean over seeds, min-max shaded; iqm: IQM,
 SHORT_LABEL = 40  # characters: longer legend labels go under the axes, wrapped
 
 
-def group_curves(run_dirs: list[str], metric: str) -> dict[str, list[dict]]:
-    """{setting label: [curve per seed]}, runs without the metric left out (with a note)."""
-    labels = _runs.labels(run_dirs)
+def group_curves(run_dirs: list[str], metric: str,
+                 names: dict[str, str] | None = None) -> dict[str, list[dict]]:
+    """{setting label: [curve per seed]}, runs without the metric left out (with a note);
+    `names` ({path: text}, --label) relabels the runs under each path."""
+    labels = _runs.apply_names(_runs.labels(run_dirs), names or {})
     groups: dict[str, list[dict]] = {}
     for run in run_dirs:
         curve = _runs.load_curve(run, metric)
@@ -88,9 +93,11 @@ def seed_band(curves: list[dict], x: str, points: int = 200) -> tuple[np.ndarray
     return grid, np.nanmean(ys, 0), np.nanmin(ys, 0), np.nanmax(ys, 0)
 
 
-def group_runs(run_dirs: list[str]) -> dict[tuple[str, str], list[str]]:
-    """{(setting, env): run dirs}: the setting is every config field but the seed and the env."""
-    labels = _runs.labels(run_dirs, exclude=(_runs.ENV_FIELD,))
+def group_runs(run_dirs: list[str],
+               names: dict[str, str] | None = None) -> dict[tuple[str, str], list[str]]:
+    """{(setting, env): run dirs}: the setting is every config field but the seed and the env,
+    or the --label name given to the runs' path (`names`)."""
+    labels = _runs.apply_names(_runs.labels(run_dirs, exclude=(_runs.ENV_FIELD,)), names or {})
     groups: dict[tuple[str, str], list[str]] = {}
     for run in run_dirs:
         groups.setdefault((labels[run], _runs.env_of(run)), []).append(run)
@@ -280,6 +287,10 @@ def main(argv=None) -> str:
     p.add_argument("--reference", action="append", default=[], metavar="CSV",
                    help="a published curve to draw on the step axis (label,step,value[,env] "
                         "points read off its figure; docs/references/); repeatable")
+    p.add_argument("--label", action="append", default=[], metavar="PATH=TEXT",
+                   help="legend text for the runs in PATH (a run dir or a folder of them) "
+                        "instead of the config fields that differ; runs given the same text "
+                        "are one setting; repeatable")
     args = p.parse_args(argv)
     axes = tuple(a.strip() for a in args.x.split(","))
     bad = [a for a in axes if a not in AXES]
@@ -290,6 +301,8 @@ def main(argv=None) -> str:
     try:
         table = load_normalization(args.normalize) if args.normalize else None
         runs = _runs.find_runs(args.paths)
+        names = _runs.parse_names(args.label)
+        _runs.apply_names({run: "" for run in runs}, names)  # a bad PATH is named here
         references = {}
         for path in args.reference:
             curves = load_references(path)
@@ -306,7 +319,7 @@ def main(argv=None) -> str:
     boot = dict(reps=args.reps, seed=args.bootstrap_seed)
     if args.aggregate == "iqm":
         by_env = {}
-        for key, dirs in group_runs(runs).items():
+        for key, dirs in group_runs(runs, names).items():
             curves = [c for c in (_runs.load_curve(d, args.metric) for d in dirs) if c]
             if curves:
                 by_env[key] = curves
@@ -317,7 +330,7 @@ def main(argv=None) -> str:
             print(f"plot: note: {note}")
         n_runs, n_groups = sum(len(c) for c in by_env.values()), len(by_env)
     else:
-        groups = group_curves(runs, args.metric)
+        groups = group_curves(runs, args.metric, names)
         if not groups:
             p.error(f"none of the {len(runs)} runs logged {args.metric!r}")
         envs = {_runs.env_of(run) for run in runs}
@@ -326,7 +339,7 @@ def main(argv=None) -> str:
         n_runs, n_groups = sum(len(c) for c in groups.values()), len(groups)
     print(f"plot: {n_runs} runs in {n_groups} setting(s) -> {output}")
     if args.aggregate == "iqm" or args.profile or args.table:
-        finals = final_scores(group_runs(runs), args.metric)
+        finals = final_scores(group_runs(runs, names), args.metric)
         unit = args.metric
         if table is not None:
             try:

@@ -65,6 +65,8 @@ def load_metadata(path: str) -> dict:
         meta = reader.restore(os.path.join(ckpt, "meta"))
     except (ValueError, OSError) as e:
         raise DamagedCheckpointError(ckpt, f"meta/metadata: {_cause(e)}") from e
+    finally:
+        reader.close()
     missing = [k for k in _REQUIRED_META if not isinstance(meta, dict) or k not in meta]
     if missing:
         raise DamagedCheckpointError(ckpt, f"meta/metadata lacks {missing}")
@@ -84,6 +86,8 @@ def load_raw(path: str) -> tuple[dict, dict]:
         state = reader.restore(os.path.join(ckpt, "state"))
     except (ValueError, OSError) as e:
         raise DamagedCheckpointError(ckpt, f"state/: {_cause(e)}") from e
+    finally:  # an unclosed reader's event loop is collected later: "Event loop is closed"
+        reader.close()
     return state, meta
 
 

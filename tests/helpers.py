@@ -26,6 +26,8 @@ from gymnasium import spaces
 
 import networks
 from sebulba.agent import Rollout
+from sebulba.learner import make_learn_fn, place_learner_state
+from sebulba.topology import make_topology
 
 # The repository root: the cwd of every subprocess a test starts.
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -181,6 +183,20 @@ def random_rollout(rng: np.random.Generator, T: int, B: int, obs_dim: int, num_a
         valid=jnp.asarray(valid),
         # The behaviour log-prob of a random policy, as agents/acting.make_actor_step keeps it.
         extras={"logp": jnp.asarray(np.log(rng.uniform(0.05, 1.0, (T, B))), jnp.float32)})
+
+
+def learner_updates(agent, batches, learner_ids=(0,)):
+    """(final learner state, last metrics), on the host, after one update of `agent` per
+    tuple of rollouts in `batches`, made as the runtime makes them: the state initialised
+    from key 0 and placed on `learner_ids`, each rollout sharded over them by env column."""
+    first = batches[0][0]
+    topo = make_topology([0], list(learner_ids), num_envs_per_thread=first.valid.shape[1])
+    state = place_learner_state(agent.init(jax.random.key(0), first.obs[0]), topo)
+    learn, metrics = make_learn_fn(agent, topo), None
+    for rollouts in batches:
+        state, metrics = learn(state, tuple(jax.device_put(r, topo.batch_sharded())
+                                            for r in rollouts))
+    return jax.device_get(state), jax.device_get(metrics)
 
 
 # --- one real actor thread ---------------------------------------------------------------------

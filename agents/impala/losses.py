@@ -29,7 +29,8 @@ def vtrace_loss(
         r_t = jnp.clip(r_t, -cfg.reward_clip, cfg.reward_clip)
     v_tm1, v_t = values[:-1], values[1:]
     r_t, discount_t = returns.fold_truncation(r_t, v_t, terminated_t, truncated_t, cfg.discount)
-    rho_tm1 = jnp.exp(jax.lax.stop_gradient(logp_t) - behaviour_logp_t)
+    log_rho_tm1 = jax.lax.stop_gradient(logp_t) - behaviour_logp_t
+    rho_tm1 = jnp.exp(log_rho_tm1)
     vs, pg_adv = returns.vtrace(v_tm1, v_t, r_t, discount_t, rho_tm1, cfg.vtrace_lambda,
                                 cfg.clip_rho, cfg.clip_pg_rho)
     mask = valid_t.astype(jnp.float32)
@@ -41,5 +42,9 @@ def vtrace_loss(
     metrics = {"loss/total": total, "loss/policy": pg_loss, "loss/baseline": baseline_loss,
                "policy/entropy": entropy,
                "policy/rho_mean": jnp.sum(mask * rho_tm1) / count,
+               # How far the learner's policy has moved from the actor's on these steps (0 when
+               # they agree; policy lag shows here), and how often V-trace clips the weight.
+               "policy/abs_log_rho": jnp.sum(mask * jnp.abs(log_rho_tm1)) / count,
+               "policy/rho_clipped": jnp.sum(mask * (rho_tm1 > cfg.clip_rho)) / count,
                "value/mean": jnp.sum(mask * v_tm1) / count}
     return total, metrics

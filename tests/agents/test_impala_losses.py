@@ -95,6 +95,9 @@ def test_hand_worked_example():
     np.testing.assert_allclose(total, HAND_PG + 0.5 * HAND_BASELINE - 0.1 * HAND_ENTROPY,
                                rtol=1e-6)
     np.testing.assert_allclose(m["policy/rho_mean"], (2.0 + 0.5 + 0.25) / 3, rtol=1e-6)
+    # |log rho| = log 2, log 2, log 4 on the valid steps; only rho = 2 exceeds clip_rho = 1.
+    np.testing.assert_allclose(m["policy/abs_log_rho"], 4 * np.log(2.0) / 3, rtol=1e-6)
+    np.testing.assert_allclose(m["policy/rho_clipped"], 1 / 3, rtol=1e-6)
     np.testing.assert_allclose(m["value/mean"], (1.0 + 2.0 + 4.0) / 3, rtol=1e-6)
 
 
@@ -178,7 +181,9 @@ def ref_impala_loss(logits, actions, values, behaviour_logp, r_t, terminated_t, 
     g_values = np.zeros(T + 1)
     g_values[:-1] = cfg.baseline_cost * m / n * (values[:-1] - vs)
     parts = {"loss/policy": policy, "loss/baseline": baseline, "policy/entropy": ent,
-             "policy/rho_mean": np.sum(m * rho) / n, "vs": vs, "adv": adv}
+             "policy/rho_mean": np.sum(m * rho) / n,
+             "policy/abs_log_rho": np.sum(m * np.abs(np.log(rho))) / n,
+             "policy/rho_clipped": np.sum(m * (rho > cfg.clip_rho)) / n, "vs": vs, "adv": adv}
     return total, parts, g_logits, g_values
 
 
@@ -282,7 +287,8 @@ def test_loss_and_gradients_match_float64_reference(name, seed):
     # agreement is to float32 precision of those constants, not to 1e-12.
     tol = dict(rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(out, total, **tol)
-    for key in ("loss/policy", "loss/baseline", "policy/entropy", "policy/rho_mean"):
+    for key in ("loss/policy", "loss/baseline", "policy/entropy", "policy/rho_mean",
+                "policy/abs_log_rho", "policy/rho_clipped"):
         np.testing.assert_allclose(metrics[key], parts[key], err_msg=key, **tol)
     np.testing.assert_allclose(g_lg, g_logits, **tol)
     np.testing.assert_allclose(g_v, g_values, **tol)

@@ -11,10 +11,10 @@ import pytest
 import agents.impala as impala
 from agents.impala.learning import make_optimizer
 from networks.config import NetworkConfig
-from sebulba.learner import concat_rollouts, make_learn_fn, place_learner_state
+from sebulba.learner import concat_rollouts
 from sebulba.runtime_config import RuntimeConfig
-from sebulba.topology import make_topology
-from tests.helpers import ACTION_SPACES, ACTIONS, random_rollout, small_network
+from tests.helpers import (ACTION_SPACES, ACTIONS, learner_updates, random_rollout,
+                           small_network)
 
 T, B, OBS = 6, 8, 4
 NET = small_network(ACTION_SPACES["discrete"])
@@ -27,13 +27,7 @@ def _rollouts():
 
 def _update(cfg, rollouts, learner_ids=(0,), updates=1):
     agent = impala.make_agent(NET, cfg, num_updates=10)
-    topo = make_topology([0], list(learner_ids), num_envs_per_thread=B)
-    state = place_learner_state(agent.init(jax.random.key(0), rollouts[0].obs[0]), topo)
-    sharded = tuple(jax.device_put(r, topo.batch_sharded()) for r in rollouts)
-    learn = make_learn_fn(agent, topo)
-    for _ in range(updates):
-        state, metrics = learn(state, sharded)
-    return jax.device_get(state), jax.device_get(metrics)
+    return learner_updates(agent, [tuple(rollouts)] * updates, learner_ids)
 
 
 def _assert_trees_close(a, b):
@@ -48,14 +42,10 @@ def test_minibatch_update_is_plain_steps_on_interleaved_columns(optimizer):
                               lr_decay=False)
     split, _ = _update(dataclasses.replace(cfg, num_minibatches=4), rollouts)
     # Reference: a one-step agent fed minibatch i = columns i, i+4, ... of the joined batch.
-    agent = impala.make_agent(NET, cfg, num_updates=10)
-    topo = make_topology([0], [0], num_envs_per_thread=B)
-    state = place_learner_state(agent.init(jax.random.key(0), rollouts[0].obs[0]), topo)
-    learn, joined = make_learn_fn(agent, topo), concat_rollouts(rollouts)
-    for i in range(4):
-        columns = jax.tree.map(lambda x: x[:, i::4], joined)
-        state, _ = learn(state, (jax.device_put(columns, topo.batch_sharded()),))
-    _assert_trees_close(split.params, jax.device_get(state.params))
+    joined = concat_rollouts(rollouts)
+    state, _ = learner_updates(impala.make_agent(NET, cfg, num_updates=10),
+                               [(jax.tree.map(lambda x: x[:, i::4], joined),) for i in range(4)])
+    _assert_trees_close(split.params, state.params)
     assert int(split.update) == 1  # one update, four gradient steps
     whole, _ = _update(cfg, rollouts)  # and not the same as one step on everything
     assert max(float(np.abs(a - b).max()) for a, b in zip(

@@ -3,7 +3,6 @@ runs on the step axis, per env, without rescaling the runs; bad files named earl
 reference files kept in docs/references/ load."""
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
@@ -21,16 +20,6 @@ ref A,Pong-v5,50000,20
 ref B,Breakout-v5,0,1.5
 ref B,Breakout-v5,50000,400
 """
-
-
-@pytest.fixture
-def figures(monkeypatch):
-    """The figures plot.py draws, kept open for inspection (it closes them after saving)."""
-    kept, close = [], plt.close
-    monkeypatch.setattr(plt, "close", kept.append)
-    yield kept
-    for fig in kept:
-        close(fig)
 
 
 def _reference_labels(ax) -> list[str]:

@@ -10,21 +10,17 @@ import numpy as np
 import pytest
 
 import agents.impala as impala
-from sebulba.learner import MetricsPacker, make_learn_fn, place_learner_state
-from sebulba.topology import make_topology
-from tests.helpers import ACTION_SPACES, ACTIONS, random_rollout, small_network
+from sebulba.learner import MetricsPacker
+from tests.helpers import (ACTION_SPACES, ACTIONS, learner_updates, random_rollout,
+                           small_network)
 
 T, B, OBS = 6, 8, 4
 
 
 def _one_update(learner_ids, rollouts, cfg):
     agent = impala.make_agent(small_network(ACTION_SPACES["discrete"]), cfg, num_updates=10)
-    topo = make_topology([0], learner_ids, num_envs_per_thread=B)
-    state = agent.init(jax.random.key(0), rollouts[0].obs[0])
-    state = place_learner_state(state, topo)
-    sharded = tuple(jax.device_put(r, topo.batch_sharded()) for r in rollouts)
-    state, metrics = make_learn_fn(agent, topo)(state, sharded)
-    return jax.device_get(state.params), jax.device_get(metrics)
+    state, metrics = learner_updates(agent, [tuple(rollouts)], learner_ids)
+    return state.params, metrics
 
 
 @pytest.mark.parametrize("optimizer", ["rmsprop", "adam"])

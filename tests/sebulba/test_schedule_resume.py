@@ -30,7 +30,8 @@ def test_announced_update_count_is_run_and_the_last_rate_is_positive(tmp_path, c
     rates = _rates(config.run_dir)
     assert sorted(rates) == [256, 512, 768]
     assert all(r > 0 for r in rates.values()), rates
-    np.testing.assert_allclose(rates[768], 1e-3 / 3, rtol=1e-5)  # lr * (1 - 2/3)
+    lr = config.agent.learning_rate
+    np.testing.assert_allclose(rates[768], lr / 3, rtol=1e-5)  # lr * (1 - 2/3)
     last = [line for line in out.splitlines() if "steps " in line and " eta " in line][-1]
     assert "768/768" in last and last.endswith("eta 0:00:00"), last
 
@@ -56,7 +57,7 @@ def test_resume_keeps_or_restretches_the_learning_rate_schedule(tmp_path):
     assert _rates(split.run_dir) == reference
 
     # A finished 8-update run extended to 16: from the last rate (lr / 8), linearly to 0 at
-    # update 16; it used to jump to lr * (1 - 8/16) = 5e-4.
+    # update 16; it used to jump to lr * (1 - 8/16) = lr / 2.
     short = classic_config(tmp_path / "short", total_env_steps=2048)
     _run(short)
     longer = classic_config(tmp_path / "short", total_env_steps=4096, resume=short.run_dir)
@@ -64,7 +65,7 @@ def test_resume_keeps_or_restretches_the_learning_rate_schedule(tmp_path):
     rates = [r for _, r in sorted(_rates(short.run_dir).items())]
     assert len(rates) == 16
     last_before = rates[7]
-    np.testing.assert_allclose(last_before, 1e-3 / 8, rtol=1e-5)
+    np.testing.assert_allclose(last_before, short.agent.learning_rate / 8, rtol=1e-5)
     expected = [last_before * (16 - c) / (16 - 7) for c in range(8, 16)]
     np.testing.assert_allclose(rates[8:], expected, rtol=1e-4)
     assert all(r > 0 for r in rates)
