@@ -1,7 +1,10 @@
 """Learning test: IMPALA on CartPole-v1 reaches a 100-episode mean return of at least 400.
 
 The run stops as soon as the mean reaches 400 (stop_at_return) or after 1M steps, whichever
-comes first; on 2 cores it typically stops after 150k-300k steps.
+comes first. The asynchronous pipeline is not bit-reproducible (which parameter version an
+actor uses depends on thread timing), so the same seed can take different paths: the config
+(experiments/configs/impala_classic.py) passes at this 1M-step horizon on 24 of 24 seeds
+measured, within 64k-212k steps; its former settings failed ~1 run in 10, once in CI.
 """
 import pytest
 
