@@ -4,8 +4,8 @@ laptop CPU).
 The default trains the IMPALA ResNet, a GPU-sized network: on a CPU it runs at ~100 env
 steps/s (97 on 2 quiet cores with the auto layout, 2026-12-01; first update after 10-40 s).
 `:cpu` trains the Nature CNN on 2 threads x 8 envs x 5 steps, 80 samples per update (~700 agent
-steps/s end to end on 2 quiet cores): Pong-v5 -13.3 at 2M agent steps (one seed), Breakout-v5
-19.9 / 21.6 at 1M (two seeds; docs/results.md).
+steps/s end to end on 2 quiet cores): Pong-v5 -13.3 / -13.0 / -13.0 at 2M agent steps (three
+seeds), Breakout-v5 19.9 / 21.6 at 1M (two seeds; docs/results.md).
 
 Hyperparameter sources are cited in agents/impala/config.py and compared in docs/results.md.
 The default follows cleanba's IMPALA (github.com/vwxyzjn/cleanba, cleanba/cleanba_impala.py),
@@ -44,7 +44,7 @@ def cpu_atari(config: ml_collections.ConfigDict) -> None:
     # 80 samples per update, A2C's batch (Mnih et al. 2016; openai baselines a2c: 16 envs x 5
     # steps): 8x the updates per agent step of cleanba's 640. With the Nature CNN at 640, six
     # settings stayed at the random policy's Pong score for 0.9-2M steps; at 80 Pong leaves it
-    # after 0.75-1.1M steps (two runs) and Breakout learns 3x faster; it runs faster too
+    # after 0.75-1.07M steps (four runs) and Breakout learns 3x faster; it runs faster too
     # (docs/results.md, "IMPALA :cpu on Pong-v5").
     config.num_envs = 8
     config.unroll_length = 5
