@@ -84,8 +84,14 @@ def labels(run_dirs: list[str], exclude: tuple[str, ...] = ()) -> dict[str, str]
     # Nothing varies: one run is named by its directory; several are one setting's seeds.
     same = os.path.basename(next(iter(configs))) if len(configs) == 1 else "all runs"
     for run, c in configs.items():
-        out[run] = " ".join(f"{k}={c.get(k)}" for k in varying) or same
+        out[run] = " ".join(f"{k}={_value_text(c.get(k))}" for k in varying) or same
     return out
+
+
+def _value_text(value: Any) -> str:
+    """A config value as a legend shows it: floats to 12 significant digits, so a product
+    such as 3 * 2e-4 reads 0.0006 and not Python's repr 0.0006000000000000001."""
+    return f"{value:.12g}" if isinstance(value, float) else str(value)
 
 
 def parse_names(specs: Iterable[str]) -> dict[str, str]:

@@ -36,6 +36,9 @@ run_dir="$parent/run"
 log="$parent/pieces.log"
 mkdir -p "$parent" "$PLOT_DIR"
 export PYTHONUNBUFFERED=1
+# The checkout itself on the import path: a host without `pip install -e .` (the wheel
+# bundle of ../shared/gpu installs --no-deps into a --target dir) cannot import `experiments`.
+export PYTHONPATH="$(git rev-parse --show-toplevel 2>/dev/null || pwd)${PYTHONPATH:+:$PYTHONPATH}"
 { date -u; nvidia-smi -L 2>/dev/null || echo "no nvidia-smi"; echo "cpus: $(nproc)"
   python3 -c "import jax; print('jax', jax.__version__, jax.devices())"; } \
     2>&1 | tee -a "$parent/hardware.txt"

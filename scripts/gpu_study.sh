@@ -4,7 +4,8 @@
 # layouts (the auto default, 2 threads x 64 envs, 4 threads x 32 envs) it measures env_only,
 # env_infer, learner and end_to_end (scripts/benchmark.py), then the time from launch to the
 # first learner update (scripts/startup_time.py, a cold and a warm compilation cache).
-# Writes $OUT/bench_<layout>.csv, $OUT/startup.csv and one table, $OUT/table.md.
+# Writes OUT_DIR/bench_<layout>.csv, OUT_DIR/startup.csv and one table, OUT_DIR/table.md.
+# LAYOUTS="auto 2x64" measures only the layouts named (default: all three; ~2.5 min each).
 # Usage (after `pip install -r requirements-cuda12.txt`, or the bundle of ../shared/gpu):
 #   bash scripts/gpu_study.sh [OUT_DIR] [SECONDS_PER_MEASURE]
 # A dry run of the plumbing on a CPU (CartPole, MLP, small layouts):
@@ -21,14 +22,20 @@ out=${1:-runs/gpu-study}
 secs=${2:-8}
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1
+# The checkout itself on the import path: a host without `pip install -e .` (the wheel
+# bundle of ../shared/gpu installs --no-deps into a --target dir) cannot import `experiments`.
+export PYTHONPATH="$(git rev-parse --show-toplevel 2>/dev/null || pwd)${PYTHONPATH:+:$PYTHONPATH}"
 { nvidia-smi -L 2>/dev/null; nproc; python3 -c "import jax; print(jax.__version__, jax.devices())"; } \
     2>&1 | tee "$out/hardware.txt"
 cache=$(mktemp -d)  # a fresh compilation cache: launch 1 is cold, launch 2 warm
 # layout name : benchmark flags (total envs, threads per actor device; 0 = auto) : config flags
 # (the config flags of a layout are derived from its benchmark flags below)
 layouts=("auto:--num_envs 0 --actor_threads 0" "2x64:$layout2" "4x32:$layout4")
+benches=()
 for spec in "${layouts[@]}"; do
   IFS=: read -r name bflags <<< "$spec"
+  case " ${LAYOUTS:-auto 2x64 4x32} " in *" $name "*) ;; *) continue ;; esac
+  benches+=("$name=$out/bench_$name.csv")
   read -r _ total _ threads <<< "$bflags"
   cflags=""
   if [ "$threads" != 0 ]; then
@@ -45,5 +52,4 @@ for spec in "${layouts[@]}"; do
       --config="$config" --config.env.name="$env_id" --config.network.torso="$torso" \
       --config.compilation_cache_dir="$cache" $cflags 2>&1 | tee -a "$out/startup_$name.txt"
 done
-python3 scripts/study_table.py --startup "$out/startup.csv" auto="$out/bench_auto.csv" \
-    2x64="$out/bench_2x64.csv" 4x32="$out/bench_4x32.csv" | tee "$out/table.md"
+python3 scripts/study_table.py --startup "$out/startup.csv" "${benches[@]}" | tee "$out/table.md"

@@ -144,16 +144,25 @@ class MetricsLogger:
               file=sys.stdout, flush=True)
 
     def close(self) -> None:
-        for hook in self._close_hooks:
+        """Closes the files (and W&B) once; a second call does nothing."""
+        hooks, self._close_hooks = self._close_hooks, []
+        for hook in hooks:
             hook()
-        self._close_hooks = []
-        if self._writer is not None:
-            self._writer.close()
-        if self._jsonl is not None:
-            self._jsonl.close()
-        if self._wandb is not None:
-            self._wandb.finish()
-            self._wandb = None
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            writer.close()
+        jsonl, self._jsonl = self._jsonl, None
+        if jsonl is not None:
+            jsonl.close()
+        run, self._wandb = self._wandb, None
+        if run is not None:
+            run.finish()
+
+    def __enter__(self) -> "MetricsLogger":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 def _session_suffix() -> str:

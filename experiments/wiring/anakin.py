@@ -100,28 +100,29 @@ def run(config: ml_collections.ConfigDict, *, agent: str | agents.AgentSpec | No
     main = distributed.is_main_process()
     done = session.done
     planned = ac.planned_updates(*done)
-    logger = session.logger()
-    if main and sections.run.checkpoint_keep > 0:
-        train_kwargs["checkpointer"] = session.checkpointer()
-    evaluator = None
-    if main and sections.run.eval_every_updates > 0:
-        # Sebulba's background evaluator, on the same JAX env stepped from the host.
-        host_env = lambda n, seed: HostEnv(env, n, seed)  # noqa: E731
-        train_kwargs["on_update"], evaluator = with_evaluation(
-            sections, network, session.agent, example_obs, host_env, logger,
-            train_kwargs.get("on_update"))
-    session.write_config()
-    print(f"run dir: {session.run_dir}  (anakin: {planned - done[0]} updates of "
-          f"{ac.steps_per_update} steps on {len(ac.device_ids)} device(s) x "
-          f"{jax.process_count()} process(es))", flush=True)
-    try:
-        result = loop.train(session.agent, env, ac, logger, resume=session.progress,
-                            **train_kwargs)
-    except Interrupted as e:  # Ctrl-C: as a Sebulba run, summary.json, one line, exit 130
-        exit_interrupted(e, session.run_dir, evaluator, main, runtime="anakin")
-    except distributed.PeerLost as e:
-        exit_on_lost_peer(e, train_kwargs.get("checkpointer"))
-    if main:
-        write_summary(session.run_dir, result, evaluator, runtime="anakin")
-    exit_now_if_abandoned(result, 0)  # a second SIGTERM: exit 0 without waiting for the call
+    # The runtime closes the logger when it ends; the `with` closes it if a step before fails.
+    with session.logger() as logger:
+        if main and sections.run.checkpoint_keep > 0:
+            train_kwargs["checkpointer"] = session.checkpointer()
+        evaluator = None
+        if main and sections.run.eval_every_updates > 0:
+            # Sebulba's background evaluator, on the same JAX env stepped from the host.
+            host_env = lambda n, seed: HostEnv(env, n, seed)  # noqa: E731
+            train_kwargs["on_update"], evaluator = with_evaluation(
+                sections, network, session.agent, example_obs, host_env, logger,
+                train_kwargs.get("on_update"))
+        session.write_config()
+        print(f"run dir: {session.run_dir}  (anakin: {planned - done[0]} updates of "
+              f"{ac.steps_per_update} steps on {len(ac.device_ids)} device(s) x "
+              f"{jax.process_count()} process(es))", flush=True)
+        try:
+            result = loop.train(session.agent, env, ac, logger, resume=session.progress,
+                                **train_kwargs)
+        except Interrupted as e:  # Ctrl-C: as a Sebulba run, summary.json, one line, exit 130
+            exit_interrupted(e, session.run_dir, evaluator, main, runtime="anakin")
+        except distributed.PeerLost as e:
+            exit_on_lost_peer(e, train_kwargs.get("checkpointer"))
+        if main:
+            write_summary(session.run_dir, result, evaluator, runtime="anakin")
+        exit_now_if_abandoned(result, 0)  # a second SIGTERM: exit 0 without waiting for the call
     return result

@@ -61,32 +61,33 @@ def run(config: ml_collections.ConfigDict, make_env: Callable[[int, int], Any] |
     session = Session(config, sections, name, network, example_obs)
     built = session.agent
     main = distributed.is_main_process()  # only process 0 writes files and prints
-    logger = session.logger()
-    if session.progress is not None:
-        train_kwargs["resume"] = session.progress
-    if main and sections.run.checkpoint_keep > 0:
-        train_kwargs["checkpointer"] = session.checkpointer()
-    evaluator = None
-    if main and sections.run.eval_every_updates > 0:
-        train_kwargs["on_update"], evaluator = with_evaluation(
-            sections, network, built, example_obs, make_env, logger,
-            train_kwargs.get("on_update"))
-    session.write_config()
-    done = session.done
-    print(f"run dir: {session.run_dir}  ({rc.planned_updates(*done) - done[0]} updates of "
-          f"{rc.steps_per_update} steps)", flush=True)
+    # The runtime closes the logger when it ends; the `with` closes it if a step before fails.
+    with session.logger() as logger:
+        if session.progress is not None:
+            train_kwargs["resume"] = session.progress
+        if main and sections.run.checkpoint_keep > 0:
+            train_kwargs["checkpointer"] = session.checkpointer()
+        evaluator = None
+        if main and sections.run.eval_every_updates > 0:
+            train_kwargs["on_update"], evaluator = with_evaluation(
+                sections, network, built, example_obs, make_env, logger,
+                train_kwargs.get("on_update"))
+        session.write_config()
+        done = session.done
+        print(f"run dir: {session.run_dir}  ({rc.planned_updates(*done) - done[0]} updates of "
+              f"{rc.steps_per_update} steps)", flush=True)
 
-    def make_actor_env(n: int, seed: int):
-        env = base_env(n, seed)
-        return wrap_env(env) if wrap_env is not None else env
-    try:
-        result = train(built, make_actor_env, rc, logger, example_obs=example_obs,
-                       topology=topo, **train_kwargs)
-    except Interrupted as e:  # Ctrl-C: the same summary as SIGTERM, one line, exit 130
-        exit_interrupted(e, session.run_dir, evaluator, main)
-    except distributed.PeerLost as e:
-        exit_on_lost_peer(e, train_kwargs.get("checkpointer"))
-    if main:
-        write_summary(session.run_dir, result, evaluator)
-    exit_now_if_abandoned(result, 0)
+        def make_actor_env(n: int, seed: int):
+            env = base_env(n, seed)
+            return wrap_env(env) if wrap_env is not None else env
+        try:
+            result = train(built, make_actor_env, rc, logger, example_obs=example_obs,
+                           topology=topo, **train_kwargs)
+        except Interrupted as e:  # Ctrl-C: the same summary as SIGTERM, one line, exit 130
+            exit_interrupted(e, session.run_dir, evaluator, main)
+        except distributed.PeerLost as e:
+            exit_on_lost_peer(e, train_kwargs.get("checkpointer"))
+        if main:
+            write_summary(session.run_dir, result, evaluator)
+        exit_now_if_abandoned(result, 0)
     return result

@@ -165,3 +165,23 @@ def test_impala_atari_clip_and_eps_are_cleanbas_for_the_minibatch(tmp_path, vari
     assert samples == minibatch
     assert agent.max_grad_norm == pytest.approx(40.0 / samples)
     assert agent.rmsprop_eps == pytest.approx((0.01 / samples) ** 2)
+
+
+def test_a_step_failing_before_training_still_closes_the_logger(tmp_path, monkeypatch):
+    # The runtime closes the logger when it ends; a failure before it starts must close it too
+    # (an open tensorboardX writer is closed at exit, which on Python 3.12 raises "can't create
+    # new thread at interpreter shutdown" after the real error).
+    from experiments.wiring import session as wiring_session
+    closed = []
+    real_close = wiring_session.MetricsLogger.close
+    monkeypatch.setattr(wiring_session.MetricsLogger, "close",
+                        lambda self: (closed.append(self._writer is not None), real_close(self)))
+
+    def broken_write_config(self):
+        raise OSError("disk full")
+    monkeypatch.setattr(wiring_session.Session, "write_config", broken_write_config)
+    config = impala_classic.get_config()
+    config.run_dir = str(tmp_path / "run")
+    with pytest.raises(OSError, match="disk full"):
+        wiring.run(config)
+    assert closed[:1] == [True], closed  # closed once with its writer open, then idempotent

@@ -68,3 +68,11 @@ def test_a_run_named_twice_is_refused(runs, capsys):
                    "--label", f"{runs / 'a' / 'a0'}=A0"])
     err = capsys.readouterr().err
     assert "is under both" in err and "a0" in err, err
+
+
+def test_float_fields_read_as_written_not_as_their_repr(tmp_path, figures):
+    write_run(tmp_path / "x0", seed=0, final=1.0, lr=3 * 2e-4)  # 0.0006000000000000001
+    write_run(tmp_path / "x1", seed=0, final=2.0, lr=1e-3)
+    plot.main([str(tmp_path), "--x", "step", "--output", str(tmp_path / "f.png")])
+    assert _legend(figures[-1].axes[0]) == [
+        "agent.learning_rate=0.0006 (n=1)", "agent.learning_rate=0.001 (n=1)"]

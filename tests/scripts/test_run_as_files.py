@@ -30,3 +30,11 @@ def test_benchmark_loads_the_frozen_actor_as_a_sibling(tmp_path):
                 "--unroll_length", "4", "--measures", "env_infer", "--actor_impls", "before")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "before actor, one pool" in proc.stdout, proc.stdout
+
+
+@pytest.mark.parametrize("script", sorted(p.name for p in SCRIPTS.glob("*.sh")))
+def test_shell_scripts_parse(script):
+    # The GPU scripts run where a syntax error costs borrowed device minutes; their plumbing is
+    # rehearsed on CPU by hand (each script's header), their syntax here.
+    proc = subprocess.run(["bash", "-n", str(SCRIPTS / script)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr

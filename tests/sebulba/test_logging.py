@@ -43,6 +43,7 @@ def test_every_scalar_of_an_update_reaches_tensorboard_at_its_step(tmp_path):
         logger.write(step, {"loss/total": step / 8, "sps": 1000.0 + step, "episode/n": 0,
                             "nonfinite/skipped": float("nan")})
     logger.close()
+    logger.close()  # idempotent: the runtime closes it, then the wiring's `with` does
     acc = EventAccumulator(str(tmp_path))
     acc.Reload()
     assert sorted(acc.Tags()["scalars"]) == ["episode/n", "loss/total", "nonfinite/skipped",
