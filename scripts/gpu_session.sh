@@ -20,17 +20,20 @@ set -uo pipefail
 budget=${1:-570}
 results=${2:-${OUT:-runs/gpu-session}}
 start=$(date +%s)
+mkdir -p "$results" && results=$(cd "$results" && pwd)  # as given, from the caller's directory
 cd "$(dirname "$0")/.." || exit 1
-mkdir -p "$results"
 export PYTHONUNBUFFERED=1
-if ! python3 -c "import envpool, rlax, ml_collections" 2>/dev/null; then
-  if ! ls .whl/*.whl >/dev/null 2>&1; then
-    echo "envpool/rlax/ml_collections missing and no .whl/ bundle (bash ../shared/gpu/bundle.sh)"
-    exit 1
-  fi
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site \
-      .whl/*.whl && tar xzf .whl/envpool_assets_trim.tgz -C /tmp/site || exit 1
+imports="import envpool, rlax, ml_collections"
+if ! python3 -c "$imports" 2>/dev/null; then
   export PYTHONPATH="/tmp/site${PYTHONPATH:+:$PYTHONPATH}"
+  if ! python3 -c "$imports" 2>/dev/null; then  # not yet installed by an earlier call here
+    if ! ls .whl/*.whl >/dev/null 2>&1; then
+      echo "envpool/rlax/ml_collections missing and no .whl/ bundle (bash ../shared/gpu/bundle.sh)"
+      exit 1
+    fi
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site \
+        .whl/*.whl && tar xzf .whl/envpool_assets_trim.tgz -C /tmp/site || exit 1
+  fi
 fi
 echo "setup done after $(( $(date +%s) - start ))s"
 
