@@ -59,6 +59,16 @@ def launch_local(driver: str, args: list[str], *, timeout: float, env: dict | No
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
 
 
+def process_tails(output: str, lines: int = 60) -> str:
+    """The last `lines` lines of each process in launch_local's output (prefixed `[pN] `), so
+    a failure shows how every process ended, not only the one that printed last."""
+    by_rank: dict[str, list[str]] = {}
+    for line in output.splitlines():
+        rank = line[1:line.index("]")] if line.startswith("[p") and "]" in line else "launcher"
+        by_rank.setdefault(rank, []).append(line)
+    return "\n".join("\n".join(tail[-lines:]) for tail in by_rank.values())
+
+
 def kill_peer_mid_run(driver: str, args: list[str], run_dir, port: int) -> tuple[str, str]:
     """Starts 2 processes of `driver args` (2 fake CPU devices each, joined at
     127.0.0.1:`port`; an endless run into `run_dir` with a checkpoint every 3 updates),

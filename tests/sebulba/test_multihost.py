@@ -9,7 +9,7 @@ import pytest
 
 from sebulba import checkpoint
 from tests.helpers import ROOT, read_metrics
-from tests.multihost import kill_peer_mid_run, launch_local, read_lines
+from tests.multihost import kill_peer_mid_run, launch_local, process_tails, read_lines
 
 pytestmark = pytest.mark.slow  # learning runs / several processes: `-m "not slow"` skips
 
@@ -22,7 +22,7 @@ def test_two_processes_train_in_lockstep(tmp_path):
     run_dir = tmp_path / "run"
     proc = launch_local(DRIVER, [*LAYOUT, "--config.total_env_steps=30720",
                                  f"--config.run_dir={run_dir}"], timeout=300)
-    assert proc.returncode == 0, proc.stdout[-4000:]
+    assert proc.returncode == 0, process_tails(proc.stdout + proc.stderr)
     p0, p1 = (read_lines(run_dir, f"checksums-p{rank}.txt") for rank in (0, 1))
     # Bit-identical parameters on both processes after every update.
     assert len(p0) == 60 and p0 == p1
