@@ -146,11 +146,10 @@ def final_value(run_dir: str, metric: str) -> float | None:
 
 
 def load_curve(run_dir: str, metric: str) -> dict[str, np.ndarray] | None:
-    """{"step", "time" (s since the run started), "value"} of `metric`, or None if absent.
+    """{"step", "time" (s of training, see `training_time`), "value"} of `metric`, or None if
+    absent.
 
     metrics.jsonl first, TensorBoard event files when it is missing (e.g. runs from elsewhere).
-    The start time is the TensorBoard writer's creation (in the event file name), which is
-    before compilation, so the wall-clock axis includes it; else the first logged update.
     """
     steps, times, values = [], [], []
     jsonl = os.path.join(run_dir, "metrics.jsonl")
@@ -169,9 +168,35 @@ def load_curve(run_dir: str, metric: str) -> dict[str, np.ndarray] | None:
         steps, times, values = _load_tensorboard(run_dir, metric)
     if not steps:
         return None
-    start = min([times[0]] + _event_file_stamps(run_dir))
-    return {"step": np.asarray(steps, float), "time": np.asarray(times, float) - start,
+    return {"step": np.asarray(steps, float),
+            "time": training_time(times, _event_file_stamps(run_dir)),
             "value": np.asarray(values, float)}
+
+
+def training_time(times, starts) -> np.ndarray:
+    """Seconds of training at each logged wall-clock time in `times` (in log order): the time
+    since the run started, less the time between the pieces of a run continued with
+    `--config.resume` (a run resumed the next day would otherwise jump by a night).
+
+    `starts` are the start stamps of the run's pieces: each piece (each session of
+    MetricsLogger) opens its own TensorBoard event file, named by the second its writer was
+    created, which is before compilation, so each piece's start-up counts. Between two logged
+    rows that a piece start falls between, only the time from that start to the later row
+    counts; the rest (the earlier piece's end after its last row, the pause, the new process's
+    imports, and the rows a crashed piece logged after its last checkpoint, which a resume
+    drops) is left out. With no stamps, time counts from the first logged row.
+    """
+    t = np.asarray(times, float)
+    if not t.size:
+        return t
+    starts = np.sort(np.asarray(starts, float))
+    first = min(t[0], starts[0]) if starts.size else t[0]
+    row = np.searchsorted(t, starts)  # the first row logged at or after each piece start
+    later = (row > 0) & (row < t.size)  # a start before the first row is the run's own
+    piece_start = np.full(t.size, -np.inf)  # at each row: the newest start since the row before
+    np.maximum.at(piece_start, row[later], starts[later])
+    steps = np.where(np.isfinite(piece_start), t - piece_start, np.diff(t, prepend=first))
+    return np.cumsum(steps)
 
 
 def _event_file_stamps(run_dir: str) -> list[float]:

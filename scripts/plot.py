@@ -16,8 +16,10 @@ over its seeds, with the min-max range over seeds shaded (see `seed_band` for se
 different lengths).
 --reference draws a published curve (points read off its figure, scripts/_references.py) as a
 dashed line on the step axis, so a run is compared with it at equal agent steps.
-The wall-clock axis counts from the creation of the run's TensorBoard writer (before
-compilation); a resumed run's downtime between sessions is included.
+The wall-clock axis is training time (`_runs.training_time`): it counts from the creation of
+the run's TensorBoard writer (before compilation), and for a run continued with
+--config.resume each piece counts from its own writer's creation, so the pause between pieces
+(a night, or a process restart's exit and imports) is left out.
 
 Aggregates over seeds (Agarwal et al. 2021, "Deep RL at the edge of the statistical precipice",
 with their `rliable` package). Runs are grouped by setting (every config field but the seed and
