@@ -184,13 +184,15 @@ def training_time(times, starts) -> np.ndarray:
     rows that a piece start falls between, only the time from that start to the later row
     counts; the rest (the earlier piece's end after its last row, the pause, the new process's
     imports, and the rows a crashed piece logged after its last checkpoint, which a resume
-    drops) is left out. With no stamps, time counts from the first logged row.
+    drops) is left out. The first row counts from the newest start before it (a session that
+    ended before its first update adds nothing); with none, from the first row itself.
     """
     t = np.asarray(times, float)
     if not t.size:
         return t
     starts = np.sort(np.asarray(starts, float))
-    first = min(t[0], starts[0]) if starts.size else t[0]
+    before = starts[starts <= t[0]]  # the newest of them started the piece of the first row
+    first = before[-1] if before.size else t[0]
     row = np.searchsorted(t, starts)  # the first row logged at or after each piece start
     later = (row > 0) & (row < t.size)  # a start before the first row is the run's own
     piece_start = np.full(t.size, -np.inf)  # at each row: the newest start since the row before

@@ -19,6 +19,8 @@ def test_training_time_leaves_out_the_time_between_pieces():
     assert t == pytest.approx([1, 2, 3, 4, 5, 5.5, 6.5])
     # One piece: plain wall clock since its start (or since the first row without a stamp).
     assert _runs.training_time([10, 12, 15], [8]) == pytest.approx([2, 4, 7])
+    # A session that ended before its first update (started at 3) adds nothing.
+    assert _runs.training_time([10, 12, 15], [3, 8]) == pytest.approx([2, 4, 7])
     assert _runs.training_time([10, 12, 15], []) == pytest.approx([0, 2, 5])
 
 
