@@ -188,17 +188,15 @@ def training_time(times, starts) -> np.ndarray:
     ended before its first update adds nothing); with none, from the first row itself.
     """
     t = np.asarray(times, float)
+    starts = np.sort(np.asarray(starts, float))
     if not t.size:
         return t
-    starts = np.sort(np.asarray(starts, float))
-    before = starts[starts <= t[0]]  # the newest of them started the piece of the first row
-    first = before[-1] if before.size else t[0]
-    row = np.searchsorted(t, starts)  # the first row logged at or after each piece start
-    later = (row > 0) & (row < t.size)  # a start before the first row is the run's own
-    piece_start = np.full(t.size, -np.inf)  # at each row: the newest start since the row before
-    np.maximum.at(piece_start, row[later], starts[later])
-    steps = np.where(np.isfinite(piece_start), t - piece_start, np.diff(t, prepend=first))
-    return np.cumsum(steps)
+    if not starts.size:
+        return t - t[0]
+    piece = np.searchsorted(starts, t, side="right") - 1  # the newest start at or before a row
+    start = np.where(piece >= 0, starts[np.maximum(piece, 0)], t[0])
+    opens = np.diff(piece, prepend=-2) != 0  # the first row of the run or of a new piece
+    return np.cumsum(np.where(opens, t - start, np.diff(t, prepend=t[0])))
 
 
 def _event_file_stamps(run_dir: str) -> list[float]:

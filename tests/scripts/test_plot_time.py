@@ -1,6 +1,5 @@
 """scripts/plot.py's wall-clock axis is training time: a run continued with --config.resume
 (pieces hours apart) is drawn without the pause between its pieces."""
-import types
 
 import numpy as np
 import pytest
