@@ -20,18 +20,25 @@ Array = chex.Array
 
 
 def fold_truncation(
-    r_t: Array, v_t: Array, terminated_t: Array, truncated_t: Array, gamma: float
+    r_t: Array, v_t: Array, terminated_t: Array, truncated_t: Array, gamma: float,
+    bootstrap: bool = True,
 ) -> tuple[Array, Array]:
     """Returns rewards and discounts with the truncation bootstrap folded into the reward.
 
     A truncated step gets r + gamma * V(final obs) and discount 0; a terminated step gets r and
     discount 0; other steps keep r and gamma. With discount 0 at every episode end, nothing flows
     from the reset step (final obs -> first obs of the next episode) back into the episode.
+
+    `bootstrap=False` treats a truncated step as a terminated one (r, discount 0): the target
+    of implementations whose `done` merges both, such as cleanrl's ppo_atari_envpool.py and
+    cleanba (the agents' `bootstrap_truncation` field; docs/results.md says where it is used).
     """
     chex.assert_rank([r_t, v_t, terminated_t, truncated_t], 1)
     chex.assert_equal_shape([r_t, v_t, terminated_t, truncated_t])
     # A step that is both terminated and truncated is terminal: no bootstrap.
     truncated = jnp.logical_and(truncated_t, jnp.logical_not(terminated_t)).astype(jnp.float32)
+    if not bootstrap:
+        truncated = jnp.zeros_like(truncated)
     done = jnp.logical_or(terminated_t, truncated_t).astype(jnp.float32)
     r_folded = r_t + gamma * truncated * jax.lax.stop_gradient(v_t)
     return r_folded, gamma * (1.0 - done)

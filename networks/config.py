@@ -18,7 +18,7 @@ import flax.linen as nn
 
 from networks.actor_critic import ActorCritic, RecurrentActorCritic
 from networks.distributions import BOUNDS, from_space
-from networks.torsos import TORSOS, make_torso
+from networks.torsos import BUILTIN_TORSOS, INITS, TORSOS, make_torso
 from sebulba.validation import is_int, is_number
 
 _SIZE_FIELDS = ("mlp_hidden_sizes", "resnet_channels")
@@ -36,6 +36,10 @@ class NetworkConfig:
     state_dependent_std: bool = False  # Box actions: False a learned log-std vector; True a head
     init_log_std: float = 0.0          # Box actions: initial log-std of the Gaussian
     lstm_size: int = 0                 # > 0: an LSTM core of this size (docs/recurrent.md)
+    # Built-in torsos' layer init (networks/torsos.py): "reference" = the cited implementation's
+    # (nature_cnn: cleanrl's orthogonal sqrt 2; impala_resnet: cleanba's; mlp: orthogonal
+    # sqrt 2); "lecun" = flax's default (the CNN torsos' init of records before 2026-12-02).
+    torso_init: str = "reference"
     # Constructor arguments of the torso, built-in or registered (networks.register_torso);
     # for mlp/impala_resnet they override the sizes above.
     torso_kwargs: dict[str, Any] = dataclasses.field(default_factory=dict)
@@ -60,6 +64,13 @@ class NetworkConfig:
             raise ValueError(f"lstm_size={self.lstm_size!r} must be an integer >= 0 (0: "
                              f"feed-forward; > 0: an LSTM core of that size between torso and "
                              f"heads, docs/recurrent.md).")
+        if self.torso_init not in INITS:
+            raise ValueError(f"torso_init={self.torso_init!r} must be one of {INITS} "
+                             f"(networks/torsos.py).")
+        if self.torso_init != "reference" and self.torso not in BUILTIN_TORSOS:
+            raise ValueError(f"torso_init={self.torso_init!r} applies to the built-in torsos "
+                             f"{sorted(BUILTIN_TORSOS)}; torso={self.torso!r} sets its own "
+                             f"init (pass it in torso_kwargs if it takes one).")
         kwargs = _as_dict(self.torso_kwargs)
         if kwargs is None or not all(isinstance(k, str) for k in kwargs):
             raise ValueError(f"torso_kwargs={self.torso_kwargs!r} must be a dict of the "
@@ -79,6 +90,8 @@ def build_network(cfg: NetworkConfig, action_space: Any) -> nn.Module:
                         f"{type(cfg).__name__}; build one with "
                         f"sebulba.validation.build(NetworkConfig, values, 'network').")
     kwargs: dict[str, Any] = {}
+    if cfg.torso in BUILTIN_TORSOS:
+        kwargs["layer_init"] = cfg.torso_init
     if cfg.torso == "mlp":
         kwargs["hidden_sizes"] = tuple(cfg.mlp_hidden_sizes)
     elif cfg.torso == "impala_resnet":

@@ -3,6 +3,16 @@
 A torso maps a batch of observations (an array [B, ...] or a dict/tuple of them) to an
 embedding [B, H]. `register_torso("my_net", MyNet)` makes `--config.network.torso=my_net`
 build `MyNet(**config.network.torso_kwargs)` (docs/howto_network.md).
+
+Initialisation (`layer_init`, from `config.network.torso_init`): "reference" (the default) is the
+init of the implementation each built-in torso's configs cite: the Nature CNN as cleanrl's
+ppo_atari_envpool.py (`layer_init`: orthogonal, gain sqrt 2, zero bias, on every conv and the
+dense layer), the IMPALA ResNet as cleanba's cleanba_impala.py (flax's default convs, the dense
+layer orthogonal sqrt 2 with zero bias), the MLP as cleanrl's classic-control and MuJoCo PPO
+(orthogonal sqrt 2, zero bias). "lecun" is flax's default (lecun_normal, zero bias) on every
+torso layer: the CNN torsos' init before the reference one, kept to reproduce older records.
+The heads (networks/heads.py, actor_critic.py) are orthogonal 0.01 (policy) and 1.0 (value) in
+both cases, as in cleanrl and cleanba.
 """
 
 from __future__ import annotations
@@ -15,6 +25,24 @@ import jax.numpy as jnp
 import numpy as np
 
 from sebulba.registry import Registry
+
+
+INITS = ("reference", "lecun")
+
+
+def _check_init(init: str) -> None:
+    if init not in INITS:
+        raise ValueError(f"torso init {init!r}; allowed: {INITS}.")
+
+
+def _orthogonal(init: str) -> dict:
+    """Kernel and bias init of a layer whose reference init is orthogonal(sqrt 2), zero bias
+    (cleanrl's `layer_init`); flax's default under "lecun"."""
+    _check_init(init)
+    if init == "lecun":
+        return {}
+    return {"kernel_init": nn.initializers.orthogonal(np.sqrt(2)),
+            "bias_init": nn.initializers.zeros}
 
 
 def preprocess_frames(x: jax.Array, channels_first: bool) -> jax.Array:
@@ -35,16 +63,18 @@ class NatureCNN(nn.Module):
     """DQN torso of Mnih et al. (2015): 3 convs + dense 512, all ReLU."""
 
     channels_first: bool = True
+    layer_init: str = "reference"     # INITS: cleanrl's orthogonal(sqrt 2) layers, or "lecun"
 
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
         x = preprocess_frames(x, self.channels_first)
+        init = _orthogonal(self.layer_init)
         # VALID padding reproduces the paper's 20x20 -> 9x9 -> 7x7 maps.
-        x = nn.relu(nn.Conv(32, (8, 8), strides=(4, 4), padding="VALID")(x))
-        x = nn.relu(nn.Conv(64, (4, 4), strides=(2, 2), padding="VALID")(x))
-        x = nn.relu(nn.Conv(64, (3, 3), strides=(1, 1), padding="VALID")(x))
+        x = nn.relu(nn.Conv(32, (8, 8), strides=(4, 4), padding="VALID", **init)(x))
+        x = nn.relu(nn.Conv(64, (4, 4), strides=(2, 2), padding="VALID", **init)(x))
+        x = nn.relu(nn.Conv(64, (3, 3), strides=(1, 1), padding="VALID", **init)(x))
         x = x.reshape((x.shape[0], -1))
-        return nn.relu(nn.Dense(512)(x))
+        return nn.relu(nn.Dense(512, **init)(x))
 
 
 class _ResidualBlock(nn.Module):
@@ -65,10 +95,13 @@ class ImpalaResNet(nn.Module):
     channels: Sequence[int] = (16, 32, 32)
     hidden: int = 256
     channels_first: bool = True
+    layer_init: str = "reference"     # INITS: cleanba's (default convs, orthogonal dense), or
+                                      # "lecun" (flax's default everywhere)
 
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
         x = preprocess_frames(x, self.channels_first)
+        dense_init = _orthogonal(self.layer_init)
         for ch in self.channels:
             x = nn.Conv(ch, (3, 3), padding="SAME")(x)
             x = nn.max_pool(x, (3, 3), strides=(2, 2), padding="SAME")
@@ -76,18 +109,19 @@ class ImpalaResNet(nn.Module):
             x = _ResidualBlock(ch)(x)
         x = nn.relu(x)
         x = x.reshape((x.shape[0], -1))
-        return nn.relu(nn.Dense(self.hidden)(x))
+        return nn.relu(nn.Dense(self.hidden, **dense_init)(x))
 
 
 class MLP(nn.Module):
     """MLP torso for vector observations.
 
-    Orthogonal init with gain sqrt(2) and zero bias is the usual PPO/IMPALA
+    Orthogonal init with gain sqrt(2) and zero bias (cleanrl's PPO) is the usual PPO/IMPALA
     choice; it keeps activations well scaled at the start of training.
     """
 
     hidden_sizes: Sequence[int] = (64, 64)
     activation: Callable[[jax.Array], jax.Array] = nn.tanh
+    layer_init: str = "reference"     # INITS: orthogonal(sqrt 2), or "lecun"
 
     @nn.compact
     def __call__(self, x: Any) -> jax.Array:
@@ -96,11 +130,7 @@ class MLP(nn.Module):
         leaves = [jnp.asarray(v).astype(jnp.float32) for v in jax.tree.leaves(x)]
         x = jnp.concatenate([v.reshape((v.shape[0], -1)) for v in leaves], axis=-1)
         for size in self.hidden_sizes:
-            x = nn.Dense(
-                size,
-                kernel_init=nn.initializers.orthogonal(np.sqrt(2)),
-                bias_init=nn.initializers.zeros,
-            )(x)
+            x = nn.Dense(size, **_orthogonal(self.layer_init))(x)
             x = self.activation(x)
         return x
 
@@ -113,8 +143,9 @@ def _check_torso(name: str, cls: Any) -> None:
 
 # Reads like a mapping (`name in TORSOS`, `TORSOS[name]`, `sorted(TORSOS)`); the built-ins
 # cannot be replaced, so a user module cannot silently change what "mlp" means in a config.
+BUILTIN_TORSOS = {"nature_cnn": NatureCNN, "impala_resnet": ImpalaResNet, "mlp": MLP}
 TORSOS: Registry[Callable[..., nn.Module]] = Registry(
-    "torso", builtins={"nature_cnn": NatureCNN, "impala_resnet": ImpalaResNet, "mlp": MLP},
+    "torso", builtins=BUILTIN_TORSOS,
     how="networks.register_torso; load the module that registers yours with --import",
     check=_check_torso)
 

@@ -28,7 +28,8 @@ def vtrace_loss(
     if cfg.reward_clip > 0:
         r_t = jnp.clip(r_t, -cfg.reward_clip, cfg.reward_clip)
     v_tm1, v_t = values[:-1], values[1:]
-    r_t, discount_t = returns.fold_truncation(r_t, v_t, terminated_t, truncated_t, cfg.discount)
+    r_t, discount_t = returns.fold_truncation(r_t, v_t, terminated_t, truncated_t, cfg.discount,
+                                              cfg.bootstrap_truncation)
     log_rho_tm1 = jax.lax.stop_gradient(logp_t) - behaviour_logp_t
     rho_tm1 = jnp.exp(log_rho_tm1)
     vs, pg_adv = returns.vtrace(v_tm1, v_t, r_t, discount_t, rho_tm1, cfg.vtrace_lambda,

@@ -60,6 +60,9 @@ class PPOConfig:
     obs_norm: bool = False           # normalise observations by running mean/std (learner stats)
     obs_clip: float = 10.0           # clip normalised observations to [-c, c]; 0 disables
     reward_scaling: bool = False     # divide rewards by the running std of the discounted return
+    bootstrap_truncation: bool = True  # bootstrap from V(final obs) on a time-limit truncation
+                                     # (the correct target: Pardo et al. 2018); False treats it
+                                     # as a termination, as [R] and [B] do (`done` merges both)
 
     def __post_init__(self) -> None:
         if self.correction not in CORRECTIONS:

@@ -32,7 +32,8 @@ def gae_targets(r_t: Array, values: Array, terminated_t: Array, truncated_t: Arr
     chex.assert_shape(values, (r_t.shape[0] + 1,))
     v_tm1, v_t = values[:-1], values[1:]
     r_t, discount_t = returns.fold_truncation(_clip_reward(r_t, cfg), v_t, terminated_t,
-                                              truncated_t, cfg.discount)
+                                              truncated_t, cfg.discount,
+                                              cfg.bootstrap_truncation)
     adv_t = returns.gae(r_t, discount_t, v_tm1, v_t, cfg.gae_lambda)
     return adv_t, jax.lax.stop_gradient(adv_t + v_tm1)
 
@@ -54,7 +55,8 @@ def vtrace_targets(r_t: Array, values: Array, terminated_t: Array, truncated_t: 
     chex.assert_shape(values, (r_t.shape[0] + 1,))
     v_tm1, v_t = values[:-1], values[1:]
     r_t, discount_t = returns.fold_truncation(_clip_reward(r_t, cfg), v_t, terminated_t,
-                                              truncated_t, cfg.discount)
+                                              truncated_t, cfg.discount,
+                                              cfg.bootstrap_truncation)
     vs, _ = returns.vtrace(v_tm1, v_t, r_t, discount_t, rho_tm1, cfg.gae_lambda,
                            cfg.clip_rho, cfg.clip_pg_rho)
     vs_t = jnp.concatenate([vs[1:], v_t[-1:]])  # v_{t+1}, bootstrapping from V(x_T)

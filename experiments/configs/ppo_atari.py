@@ -55,6 +55,8 @@ def cleanrl_ppo(config: ml_collections.ConfigDict) -> None:
     config.total_env_steps = 10_000_000  # cleanrl total_timesteps (40M frames)
     config.agent.minibatch_axis = "sample"  # cleanrl shuffles flat indices of the batch
     config.env.repeat_action_probability = 0.0  # EnvPool's default, which cleanrl keeps
+    # cleanrl's `next_done` merges termination and the time limit: no bootstrap on truncation.
+    config.agent.bootstrap_truncation = False
 
 
 def get_config(variant: str = "default") -> ml_collections.ConfigDict:

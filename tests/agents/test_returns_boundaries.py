@@ -4,6 +4,7 @@ against hand-written returns and the NumPy references (tests/agents/returns_refe
 
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from agents import returns
 from tests.agents.returns_reference import (_close, _f32, ref_fold_truncation, ref_gae,
@@ -153,3 +154,17 @@ def test_gae_with_termination_and_truncation():
     _close(adv0[TERM_STEP], r_t[TERM_STEP] - v[TERM_STEP])
     _close(adv0[TRUNC_STEP], r_t[TRUNC_STEP] + GAMMA * v[6] - v[TRUNC_STEP])
     _close(adv0[7], r_t[7] + GAMMA * v[8] - v[7])
+
+
+def test_truncation_without_bootstrap_is_a_termination():
+    """`bootstrap_truncation=False` (cleanrl's and cleanba's `done`): a truncated step gets no
+    bootstrap and discount 0, exactly as if the env had terminated there."""
+    values, r_t, terminated, truncated = _boundary_trajectory()
+    v_t = jnp.asarray(values[1:])
+    r_f, disc = returns.fold_truncation(jnp.asarray(r_t), v_t, jnp.asarray(terminated),
+                                        jnp.asarray(truncated), GAMMA, bootstrap=False)
+    merged = np.logical_or(terminated, truncated)
+    ref_r, ref_d = ref_fold_truncation(r_t, values[1:], merged, np.zeros_like(truncated), GAMMA)
+    _close(np.asarray(r_f), ref_r)
+    _close(np.asarray(disc), ref_d)
+    assert np.asarray(r_f)[TRUNC_STEP] == pytest.approx(r_t[TRUNC_STEP])  # no GAMMA * V

@@ -101,3 +101,57 @@ def test_make_torso_kwargs_and_unknown_name():
         make_torso("resnet50")
     for allowed in ("nature_cnn", "impala_resnet", "mlp"):
         assert allowed in str(exc.value)
+
+
+def _kernels(params, kind: str) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(kernel as [fan_in, fan_out], bias) of every layer whose name starts with `kind`."""
+    out = []
+    for name, layer in sorted(params["params"].items()):
+        if name.startswith(kind):
+            k = np.asarray(layer["kernel"], np.float64)
+            out.append((k.reshape(-1, k.shape[-1]), np.asarray(layer["bias"])))
+    return out
+
+
+def _is_orthogonal(kernel: np.ndarray, gain: float) -> bool:
+    """Columns orthogonal with norm `gain` (fan_in >= fan_out for every layer checked here),
+    what torch's orthogonal_ gives cleanrl's layer_init up to the transpose."""
+    gram = kernel.T @ kernel
+    return np.allclose(gram, gain ** 2 * np.eye(kernel.shape[1]), atol=1e-4 * gain ** 2)
+
+
+def test_nature_cnn_reference_init_is_cleanrls_layer_init():
+    """cleanrl ppo_atari_envpool.py (fe8d8a0) `layer_init`: orthogonal(sqrt 2), zero bias, on
+    all three convs and the 512 dense layer; "lecun" keeps flax's default (not orthogonal)."""
+    obs = _frames(1)
+    ref = NatureCNN().init(jax.random.PRNGKey(0), obs)
+    layers = _kernels(ref, "Conv") + _kernels(ref, "Dense")
+    assert len(layers) == 4
+    for kernel, bias in layers:
+        assert _is_orthogonal(kernel, np.sqrt(2)) and not bias.any()
+    lecun = NatureCNN(layer_init="lecun").init(jax.random.PRNGKey(0), obs)
+    for kernel, _ in _kernels(lecun, "Conv") + _kernels(lecun, "Dense"):
+        assert not _is_orthogonal(kernel, np.sqrt(2))
+        # lecun_normal: variance 1/fan_in (truncated normal); within 15% on these sizes
+        assert np.var(kernel) * kernel.shape[0] == pytest.approx(1.0, rel=0.15)
+
+
+def test_impala_resnet_reference_init_is_cleanbas():
+    """cleanba cleanba_impala.py (d1f8979) `Network`: flax's default convs, the dense layer
+    orthogonal(sqrt 2) with zero bias."""
+    obs = _frames(1)
+    params = ImpalaResNet().init(jax.random.PRNGKey(0), obs)
+    (dense, bias), = _kernels(params, "Dense")
+    assert _is_orthogonal(dense, np.sqrt(2)) and not bias.any()
+    lecun = ImpalaResNet(layer_init="lecun").init(jax.random.PRNGKey(0), obs)
+    (dense, _), = _kernels(lecun, "Dense")
+    assert not _is_orthogonal(dense, np.sqrt(2))
+    # The convs are flax's default in both (cleanba leaves them so).
+    a = jax.tree.leaves(jax.tree.map(np.asarray, params["params"]["Conv_0"]))
+    b = jax.tree.leaves(jax.tree.map(np.asarray, lecun["params"]["Conv_0"]))
+    assert all(np.array_equal(x, y) for x, y in zip(a, b))
+
+
+def test_torso_init_is_checked():
+    with pytest.raises(ValueError, match="torso init 'xavier'"):
+        MLP(layer_init="xavier").init(jax.random.PRNGKey(0), np.ones((1, 3), np.float32))
