@@ -1,10 +1,10 @@
-"""Algorithms for the Sebulba runtime; each sub-package builds a `sebulba.agent.Agent`.
+"""Algorithms for the Sebulba runtime; each sub-package builds a `podracer.agent.Agent`.
 
 Every agent package declares one `AgentSpec` (agents/builders.py): its name, its frozen
 hyperparameter dataclass, the checks that span config sections, and its builder:
 
     SPEC = AgentSpec("ppo", build, PPOConfig, checks=(check_minibatches,))
-    build(network, agent_config, runtime, num_updates) -> sebulba.agent.Agent
+    build(network, agent_config, runtime, num_updates) -> podracer.agent.Agent
     check(agent_config, runtime, network_config) -> None   # raises ValueError
 
 `agent_config` is an instance of the spec's config class, already built and range-checked by

@@ -7,7 +7,7 @@ the behaviour distribution's parameters (`policy`, for its KL terms) and the val
 
 Actors normalise observations with the statistics shipped with the parameters (`ActorParams`,
 agents/normalization.py). Recurrent networks are stepped one time step at a time from the core
-state the runtime carries (sebulba/agent.py); the learner re-runs them with agents/unroll.py.
+state the runtime carries (podracer/agent.py); the learner re-runs them with agents/unroll.py.
 """
 from __future__ import annotations
 
@@ -26,17 +26,16 @@ class ActorParams(NamedTuple):
     """What the learner ships to the actors after each update."""
 
     params: Any
-    obs_norm: Any  # RunningStats per observation leaf; None when observations are raw
+    obs_norm: norm_lib.ObsNorm | None  # the observation normaliser; None: raw observations
 
 
 def actor_params(params: Any, norm: norm_lib.NormState, cfg) -> ActorParams:
-    return ActorParams(params, norm.obs if cfg.obs_norm else None)
+    return ActorParams(params, norm_lib.ObsNorm(norm.obs, cfg.obs_clip) if cfg.obs_norm else None)
 
 
-def actor_obs(ap: ActorParams, obs: Any, cfg) -> Any:
-    if ap.obs_norm is None:
-        return obs
-    return norm_lib.normalize_obs(ap.obs_norm, obs, cfg.obs_clip)
+def actor_obs(ap: ActorParams, obs: Any) -> Any:
+    """The observations the network sees: normalised as the learner's statistics say."""
+    return obs if ap.obs_norm is None else ap.obs_norm(obs)
 
 
 def init_params(network: nn.Module, key: jax.Array, obs: Any) -> Any:
@@ -56,7 +55,7 @@ def initial_core_state(network: nn.Module):
 def step_network(network: nn.Module, params, obs, core_state=None):
     """One batched step: ((policy, value), new core state); the state is None and passed
     through for feed-forward networks. The caller has already reset the state where an
-    episode starts (sebulba.agent.reset_core_state)."""
+    episode starts (podracer.agent.reset_core_state)."""
     if core_state is None:
         return network.apply(params, obs), None
     batch = jax.tree.leaves(obs)[0].shape[0]
@@ -69,12 +68,12 @@ def make_actor_step(network: nn.Module, cfg, keep_policy: bool = False,
                     keep_value: bool = False):
     """actor_step(ActorParams, obs, key) -> (action, {"logp", ["policy"], ["value"]}), or for
     recurrent networks actor_step(ActorParams, obs, key, core_state) -> (action, extras,
-    core_state) (the runtime's recurrent signature, sebulba/agent.py)."""
+    core_state) (the runtime's recurrent signature, podracer/agent.py)."""
     dist = network.dist
 
     def step(ap: ActorParams, obs, key: jax.Array, core_state):
         (policy, value), core_state = step_network(network, ap.params,
-                                                   actor_obs(ap, obs, cfg), core_state)
+                                                   actor_obs(ap, obs), core_state)
         action = dist.sample(policy, key)
         # The learner recomputes log-probs with the same function: the on-policy ratio is 1.
         extras = {"logp": dist.log_prob(policy, action)}

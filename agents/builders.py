@@ -4,8 +4,15 @@ A spec names the agent, its frozen hyperparameter dataclass, the rules that span
 sections, and the builder:
 
     SPEC = AgentSpec("my_agent", build, MyConfig, checks=(my_check,))
-    build(network, agent_config: MyConfig, runtime: RuntimeConfig, num_updates: int) -> Agent
-    my_check(agent_config, runtime, network_config) -> None   # raises ValueError
+    build(network, agent_config: MyConfig, batch: BatchShape, num_updates: int) -> Agent
+    my_check(agent_config, batch: BatchShape, network_config) -> None   # raises ValueError
+
+`batch` (podracer.batch.BatchShape) is all an agent knows of the runtime that runs it, Sebulba
+or Anakin: env columns per learner device per update, T, learner devices, processes, and
+whether the data is on-policy. `num_updates` is the learning-rate schedule's horizon (the
+planned updates; on a resumed run a re-stretched agents.schedules.Horizon). An optional
+`describe(agent_config, batch) -> str` says at start how the agent splits the batch (gradient
+steps, minibatch sizes, constants derived from them).
 
 IMPALA and PPO are built in: their specs (`agents.impala:SPEC`, `agents.ppo:SPEC`) are loaded
 on first use, so nothing registers by importing an unrelated module. A user agent is added with
@@ -16,18 +23,20 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from sebulba.registry import Registry, same_definition
+from podracer.registry import Registry, same_definition
 
 if TYPE_CHECKING:
-    from sebulba.agent import Agent
-    from sebulba.runtime_config import RuntimeConfig
+    from podracer.agent import Agent
+    from podracer.batch import BatchShape
 
-# (network, agent_config, runtime, num_updates) -> Agent. `runtime` is known after the run
-# joined its multi-host job, so `runtime.batch_envs` counts every host; `num_updates` is the
-# horizon of the learning-rate schedule (an int, or a schedules.Horizon on resume).
-AgentBuilder = Callable[[Any, Any, "RuntimeConfig", int], "Agent"]
-# (agent_config, runtime, network_config) -> None; raises ValueError naming the fields.
-ConfigCheck = Callable[[Any, "RuntimeConfig", Any], None]
+# (network, agent_config, batch, num_updates) -> Agent. `batch` is given after the run joined
+# its multi-host job, so `batch.batch_envs` counts every host; `num_updates` is the horizon of
+# the learning-rate schedule (an int, or a schedules.Horizon on resume).
+AgentBuilder = Callable[[Any, Any, "BatchShape", int], "Agent"]
+# (agent_config, batch, network_config) -> None; raises ValueError naming the fields.
+ConfigCheck = Callable[[Any, "BatchShape", Any], None]
+# (agent_config, batch) -> a line on how the agent splits the batch (printed at start).
+Describe = Callable[[Any, "BatchShape"], str]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,13 +48,14 @@ class AgentSpec:
     build: AgentBuilder
     config_cls: type
     checks: tuple[ConfigCheck, ...] = ()
+    describe: Describe | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise ValueError(f"agent name must be a non-empty string, got {self.name!r}.")
         if not callable(self.build):
             raise TypeError(f"agent {self.name!r}: build must be callable (network, "
-                            f"agent_config, runtime, num_updates) -> Agent; got {self.build!r}.")
+                            f"agent_config, batch, num_updates) -> Agent; got {self.build!r}.")
         if not (isinstance(self.config_cls, type) and dataclasses.is_dataclass(self.config_cls)):
             raise TypeError(f"agent {self.name!r}: config_cls must be a dataclass (the agent's "
                             f"hyperparameters), got {self.config_cls!r}.")
@@ -53,7 +63,10 @@ class AgentSpec:
         bad = [c for c in checks if not callable(c)]
         if bad:
             raise TypeError(f"agent {self.name!r}: checks must be callables (agent_config, "
-                            f"runtime, network_config) -> None; got {bad!r}.")
+                            f"batch, network_config) -> None; got {bad!r}.")
+        if self.describe is not None and not callable(self.describe):
+            raise TypeError(f"agent {self.name!r}: describe must be callable (agent_config, "
+                            f"batch) -> str; got {self.describe!r}.")
         object.__setattr__(self, "checks", checks)  # any sequence in, a hashable tuple kept
 
 
@@ -72,11 +85,12 @@ AGENTS: Registry[AgentSpec] = Registry(
 
 
 def register_agent(name: str, build: AgentBuilder, *, config_cls: type,
-                   checks: Sequence[ConfigCheck] = (), overwrite: bool = False) -> AgentSpec:
+                   checks: Sequence[ConfigCheck] = (), describe: Describe | None = None,
+                   overwrite: bool = False) -> AgentSpec:
     """Registers an agent under `name` (see the module docstring) and returns its spec.
     Registering a name again needs overwrite=True, unless it is the same spec again (its module
     imported twice, or reloaded); the built-in names cannot be replaced."""
-    spec = AgentSpec(name, build, config_cls, tuple(checks))
+    spec = AgentSpec(name, build, config_cls, tuple(checks), describe)
     old = AGENTS.find(name)
     if old is not None and _same_spec(old, spec):
         return old
@@ -95,7 +109,11 @@ def registered_agents() -> tuple[str, ...]:
 
 
 def _same_spec(a: AgentSpec, b: AgentSpec) -> bool:
-    """Same builder, config class and checks (by module and name: a reloaded module makes new
-    objects)."""
+    """Same builder, config class, checks and describe (by module and name: a reloaded module
+    makes new objects)."""
     pairs = [(a.build, b.build), (a.config_cls, b.config_cls)] + list(zip(a.checks, b.checks))
+    if (a.describe is None) != (b.describe is None):
+        return False
+    if a.describe is not None:
+        pairs.append((a.describe, b.describe))
     return len(a.checks) == len(b.checks) and all(same_definition(x, y) for x, y in pairs)

@@ -20,11 +20,10 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from agents import normalization as norm_lib
-from agents.acting import ActorParams, step_network
+from agents.acting import ActorParams, actor_obs, step_network
 from agents.unroll import zero_state_where
 from networks import is_recurrent
-from sebulba.agent import reset_core_state
+from podracer.agent import reset_core_state
 
 EVAL_POLICIES = ("greedy", "sample")
 
@@ -33,15 +32,13 @@ class EvalPolicyError(ValueError):
     """An evaluation policy that cannot play this agent (a user's choice: sample instead)."""
 
 
-def _mode(network: nn.Module, ap: ActorParams, obs, core_state, obs_clip: float):
+def _mode(network: nn.Module, ap: ActorParams, obs, core_state):
     """(mode of the action distribution, new core state); the state is already reset."""
-    if ap.obs_norm is not None:
-        obs = norm_lib.normalize_obs(ap.obs_norm, obs, obs_clip)
-    (policy, _), core_state = step_network(network, ap.params, obs, core_state)
+    (policy, _), core_state = step_network(network, ap.params, actor_obs(ap, obs), core_state)
     return network.dist.mode(policy), core_state
 
 
-def greedy_step(network: nn.Module, ap: ActorParams, obs, core_state, reset, obs_clip: float
+def greedy_step(network: nn.Module, ap: ActorParams, obs, core_state, reset
                 ) -> tuple[Any, Any]:
     """Evaluation policy: (mode of the action distribution, new core state) for a batch of
     raw observations [B, ...]; obs normalisation as the actors do when `ap.obs_norm` is set.
@@ -49,29 +46,29 @@ def greedy_step(network: nn.Module, ap: ActorParams, obs, core_state, reset, obs
     Recurrent networks: `core_state` starts as `network.initial_state(B)`; `reset` [B] marks
     the envs whose new episode's first observation this is (True on the first call, then
     True exactly where the previous step was an env reset step). Feed-forward: pass None for
-    both; the returned state is None. Jit it with `network` and `obs_clip` static (e.g.
-    `jax.jit(functools.partial(greedy_step, network, obs_clip=c))`).
+    both; the returned state is None. Jit it with `network` static (e.g.
+    `jax.jit(functools.partial(greedy_step, network))`).
     """
     if core_state is not None:
         core_state = zero_state_where(network, core_state, reset)
-    return _mode(network, ap, obs, core_state, obs_clip)
+    return _mode(network, ap, obs, core_state)
 
 
-def make_greedy_step(network: nn.Module, obs_clip: float) -> Callable:
+def make_greedy_step(network: nn.Module) -> Callable:
     """`Agent.greedy_step` for an actor-critic `network` whose agent ships `ActorParams` (the
     IMPALA and PPO builders set it with the network they were given): `greedy_step(ap, obs) ->
     action`, or for recurrent networks `greedy_step(ap, obs, core_state) -> (action,
     core_state)` with the state already reset where an episode starts, as for `actor_step`."""
     if is_recurrent(network):
-        return lambda ap, obs, core_state: _mode(network, ap, obs, core_state, obs_clip)
-    return lambda ap, obs: _mode(network, ap, obs, None, obs_clip)[0]
+        return lambda ap, obs, core_state: _mode(network, ap, obs, core_state)
+    return lambda ap, obs: _mode(network, ap, obs, None)[0]
 
 
 class EvalActor:
     """A stateful policy over a batch of envs with EnvPool's autoreset, for scripts (evaluate,
     render); feed-forward or recurrent alike:
 
-        actor = eval_player("greedy", network, agent, ap, obs, obs_clip).actor(ap, num_envs)
+        actor = eval_player("greedy", network, agent, ap, obs).actor(ap, num_envs)
         obs = env.reset()
         while ...:
             ts = env.step(actor.act(obs, key))
@@ -116,15 +113,15 @@ class Player(NamedTuple):
                          self.initial_state)
 
 
-def network_player(network: nn.Module, obs_clip: float) -> Player:
+def network_player(network: nn.Module) -> Player:
     """Greedy play of `network` on `ActorParams` (`greedy_step`)."""
     return Player(lambda ap, obs, key, state, reset:
-                  greedy_step(network, ap, obs, state, reset, obs_clip),
+                  greedy_step(network, ap, obs, state, reset),
                   network.initial_state if is_recurrent(network) else None)
 
 
 def agent_player(agent, greedy: bool) -> Player:
-    """A sebulba Agent's own policy, with the runtime's signatures (sebulba/agent.py): its
+    """A sebulba Agent's own policy, with the runtime's signatures (podracer/agent.py): its
     `greedy_step` (greedy) or `actor_step` (sampled); any `actor_params` type, recurrent agents
     included (the state is reset as the actors reset it)."""
     policy = agent.greedy_step if greedy else agent.actor_step
@@ -146,10 +143,9 @@ def sampling_actor(agent, actor_params: Any, num_envs: int) -> EvalActor:
     return agent_player(agent, greedy=False).actor(actor_params, num_envs)
 
 
-def greedy_actor(network: nn.Module, ap: ActorParams, obs_clip: float, num_envs: int
-                 ) -> EvalActor:
+def greedy_actor(network: nn.Module, ap: ActorParams, num_envs: int) -> EvalActor:
     """EvalActor taking the mode of `network`'s action distribution (`greedy_step`)."""
-    return network_player(network, obs_clip).actor(ap, num_envs)
+    return network_player(network).actor(ap, num_envs)
 
 
 _WAY_OUT = ("sample instead, with the agent's own actor_step (scripts/evaluate.py and render.py "
@@ -184,8 +180,8 @@ def _check_network_fits(network: nn.Module, player: Player, actor_params: Any, o
             f"as agents/impala does).") from e
 
 
-def eval_player(kind: str, network: nn.Module | None, agent, actor_params: Any, obs=None,
-                obs_clip: float = 10.0) -> Player:
+def eval_player(kind: str, network: nn.Module | None, agent, actor_params: Any, obs=None
+                ) -> Player:
     """The evaluation player of `kind` for `agent` (see the module docstring).
 
     `network` is the one `config.network` describes (played greedily only when the agent sets
@@ -208,15 +204,14 @@ def eval_player(kind: str, network: nn.Module | None, agent, actor_params: Any, 
             f"greedy evaluation needs the agent's actor_params to be agents.acting.ActorParams "
             f"(got {type(actor_params).__name__}) or the agent to set Agent.greedy_step; "
             f"{_WAY_OUT}.")
-    player = network_player(network, obs_clip)
+    player = network_player(network)
     if obs is not None:
         _check_network_fits(network, player, actor_params, obs)
     return player
 
 
-def eval_actor(kind: str, network: nn.Module | None, agent, actor_params: Any, num_envs: int,
-               obs_clip: float) -> EvalActor:
+def eval_actor(kind: str, network: nn.Module | None, agent, actor_params: Any, num_envs: int
+               ) -> EvalActor:
     """A stateful player of `kind` for these actor params (`eval_player`, unchecked against
     observations)."""
-    return eval_player(kind, network, agent, actor_params, None, obs_clip).actor(
-        actor_params, num_envs)
+    return eval_player(kind, network, agent, actor_params, None).actor(actor_params, num_envs)

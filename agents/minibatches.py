@@ -7,10 +7,6 @@ step, take exactly the steps one device would take on the whole batch.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from sebulba.runtime_config import RuntimeConfig
 
 
 def require_divisible(num_minibatches: int, per_learner: int, what: str = "environments"
@@ -21,12 +17,4 @@ def require_divisible(num_minibatches: int, per_learner: int, what: str = "envir
         raise ValueError(
             f"agent.num_minibatches={num_minibatches} must divide the "
             f"{per_learner} {what} each learner device holds per update "
-            f"(actor devices x num_actor_threads x num_envs / learner devices).")
-
-
-def envs_per_learner(runtime: RuntimeConfig) -> int:
-    """Env columns each learner device holds per update. Per host: every host runs the same
-    layout over its own learner devices, so this is batch_envs / (all learner devices)
-    without reading the process count."""
-    envs = len(runtime.actor_device_ids) * runtime.num_actor_threads * runtime.num_envs
-    return envs // len(runtime.learner_device_ids)
+            f"(num_envs / learner devices).")

@@ -23,10 +23,11 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+import flax
 import jax
 import jax.numpy as jnp
 
-from sebulba.agent import Rollout
+from podracer.agent import Rollout
 
 _EPS = 1e-8
 
@@ -83,6 +84,18 @@ def init_state(example_obs: Any, obs_norm: bool, reward_scaling: bool,
                        example_obs)
     return NormState(obs, RunningStats.zeros(),
                      jnp.zeros((batch_envs if reward_scaling else 1,), jnp.float32))
+
+
+@flax.struct.dataclass
+class ObsNorm:
+    """What actors and players need to normalise observations as the learner does: the
+    running statistics and the clip (static: a config constant, not an array)."""
+
+    stats: Any                                              # RunningStats per observation leaf
+    clip: float = flax.struct.field(pytree_node=False)     # the agent's obs_clip (0: none)
+
+    def __call__(self, obs: Any) -> Any:
+        return normalize_obs(self.stats, obs, self.clip)
 
 
 def normalize_obs(stats: Any, obs: Any, clip: float) -> Any:

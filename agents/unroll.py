@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 
 from networks import is_recurrent
-from sebulba.agent import reset_core_state
+from podracer.agent import reset_core_state
 
 
 def add_time(tree: Any) -> Any:

@@ -6,7 +6,7 @@ The runtime steps one environment through pure functions and `vmap`s them over i
     env.step(key, state, action) -> (state, Step) (Step: what the env answered)
 
 `AutoReset` gives any `RawEnv` (reset / transition without auto-reset) EnvPool's convention,
-so the shared losses, returns and recurrent-core code apply unchanged (sebulba/agent.py):
+so the shared losses, returns and recurrent-core code apply unchanged (podracer/agent.py):
 - the step that ends an episode returns the real final observation with its reward and
   `terminated` (a natural end: no bootstrap) or `truncated` (a time limit: bootstrap from the
   value of that final observation);
@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sebulba.registry import Registry
+from podracer.registry import Registry
 
 PyTree = Any
 
@@ -181,7 +181,7 @@ ENVS: Registry[Callable[[dict], RawEnv]] = Registry(
 def register_env(name: str, factory: Callable[[dict], RawEnv], *,
                  overwrite: bool = False) -> None:
     """Makes `name` a JAX-native env for the Anakin runtime: factory(options) -> RawEnv.
-    Re-registering a name needs overwrite=True (sebulba.registry.Registry's rules)."""
+    Re-registering a name needs overwrite=True (podracer.registry.Registry's rules)."""
     ENVS.register(name, factory, overwrite=overwrite)
 
 

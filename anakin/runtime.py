@@ -29,50 +29,67 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-from sebulba import runtime_config
-from sebulba.agent import Agent, Rollout, reset_core_state
-from sebulba.learner import keep_finite
+from podracer.agent import Agent, Rollout, reset_core_state
+from podracer.batch import BatchShape, UpdatePlan
+from podracer.compile_cache import DEFAULT_DIR
+from podracer.finite import keep_finite
+from podracer.schema import check_types
 
 AXIS = "devices"
 PyTree = Any
 
 
 @dataclasses.dataclass(frozen=True)
-class AnakinConfig(runtime_config.UpdatePlan):
-    """How the Anakin runtime lays out and paces the work (algorithm-independent)."""
+class AnakinConfig:
+    """How the Anakin runtime lays out and paces the work (algorithm-independent): its section
+    of an experiment config, the top-level fields it reads (the Sebulba-only ones, such as
+    `actor_device_ids` or `queue_size`, do not apply). Checked on construction."""
 
-    device_ids: tuple[int, ...] = (0,)  # local devices; each acts, steps envs and learns
-    num_envs: int = 64                  # environments per process, split over device_ids
+    seed: int = 0                       # base seed: params init, env and action key streams
+    learner_device_ids: tuple[int, ...] = (0,)  # local devices; each acts, steps envs, learns
+    num_envs: int = 64                  # environments per process, split over the devices
     unroll_length: int = 128            # T, steps per rollout
     total_env_steps: int = 1_000_000    # agent steps over all processes
-    seed: int = 0
     stop_at_return: float | None = None  # stop once the 100-game mean return reaches it
     max_nonfinite_updates: int = 10     # stop after this many non-finite updates in a row
-    updates_per_call: int = 1           # updates fused into one compiled call (lax.scan);
-                                        # > 1 saves host dispatches, logs every call
+    updates_per_call: int = 1           # updates fused into one compiled call (lax.scan); each
+                                        # is still logged, counted and checkpointed as its own
+    compilation_cache_dir: str = DEFAULT_DIR  # JAX's persistent compilation cache; "" = off
 
     def __post_init__(self) -> None:
+        check_types(AnakinConfig, dataclasses.asdict(self))
+        ids = tuple(self.learner_device_ids)
+        object.__setattr__(self, "learner_device_ids", ids)
         for name in ("num_envs", "unroll_length", "total_env_steps", "max_nonfinite_updates",
                      "updates_per_call"):
-            value = getattr(self, name)
-            if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name}={value!r} must be a positive integer.")
-        ids = tuple(self.device_ids)
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name}={getattr(self, name)!r} must be a positive integer.")
         if not ids or len(set(ids)) != len(ids):
-            raise ValueError(f"device_ids={list(ids)} must list at least one local device "
-                             f"id, each once.")
+            raise ValueError(f"learner_device_ids={list(ids)} must list at least one local "
+                             f"device id, each once.")
         if self.num_envs % len(ids):
             raise ValueError(f"num_envs={self.num_envs} (per process) must be divisible by the "
-                             f"number of devices ({len(ids)}, device_ids={list(ids)}): the "
-                             f"envs are split evenly over the devices.")
+                             f"number of devices ({len(ids)}, learner_device_ids={list(ids)}): "
+                             f"the envs are split evenly over the devices.")
         if not 0 <= self.seed < 2**31:
             raise ValueError(f"seed={self.seed} must be in [0, 2**31).")
         if self.stop_at_return is not None and not math.isfinite(self.stop_at_return):
             raise ValueError(f"stop_at_return={self.stop_at_return} must be finite or None.")
 
     @property
-    def batch_envs(self) -> int:
-        return self.num_envs * jax.process_count()
+    def device_ids(self) -> tuple[int, ...]:
+        return self.learner_device_ids
+
+    def batch_shape(self, processes: int) -> BatchShape:
+        """The batch an agent is built for: on-policy by nature (the policy that acts is the
+        one being updated)."""
+        return BatchShape(envs_per_learner=self.num_envs // len(self.learner_device_ids),
+                          unroll_length=self.unroll_length,
+                          learner_devices=len(self.learner_device_ids), processes=processes,
+                          on_policy=True)
+
+    def plan(self, processes: int) -> UpdatePlan:
+        return self.batch_shape(processes).plan(self.total_env_steps)
 
 
 class Runner(NamedTuple):
@@ -195,9 +212,10 @@ def make_learn_fn(agent: Agent, mesh: Mesh):
 def make_update_fn(agent: Agent, env, mesh: Mesh, unroll_length: int,
                    updates_per_call: int = 1):
     """Jitted update(state, runner) -> (state, runner, metrics, episodes): `updates_per_call`
-    rounds of {rollout of T steps, learn} on every device of `mesh`. The learner state is
-    replicated, the runner and the episodes ([K*T, B]) split along the env axis; metrics are
-    the last update's. Both state and runner are donated."""
+    (K) rounds of {rollout of T steps, learn} on every device of `mesh`. The learner state is
+    replicated, the runner and the episodes split along the env axis. With K > 1 every update
+    keeps its own metrics (each leaf [K, ...]) and finished games ([K, T, B]), so the host
+    accounts for each as if it had run alone. Both state and runner are donated."""
 
     def one_update(state, runner):
         runner, ro, episodes = rollout(agent, env, agent.actor_params(state), runner,
@@ -214,14 +232,13 @@ def make_update_fn(agent: Agent, env, mesh: Mesh, unroll_length: int,
             return (s, r), (m, e)
         (state, runner), (metrics, episodes) = jax.lax.scan(
             body, (state, runner), None, length=updates_per_call)
-        last = jax.tree.map(lambda x: x[-1], metrics)
-        flat = jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), episodes)
-        return state, runner, last, flat
+        return state, runner, metrics, episodes
 
     # check_vma=False as in sebulba/learner.py: library code inside the losses (rlax's scans)
     # is not written for shard_map's varying-type checks; mean_grad is correct either way.
+    episodes_spec = P(None, AXIS) if updates_per_call == 1 else P(None, None, AXIS)
     sharded = jax.shard_map(per_device, mesh=mesh, in_specs=(P(), P(AXIS)),
-                            out_specs=(P(), P(AXIS), P(), P(None, AXIS)), check_vma=False)
+                            out_specs=(P(), P(AXIS), P(), episodes_spec), check_vma=False)
     return jax.jit(sharded, donate_argnums=(0, 1))
 
 
@@ -251,16 +268,24 @@ def place_runner(runner: Runner, mesh: Mesh) -> Runner:
     return _place(runner, NamedSharding(mesh, P(AXIS)))
 
 
-def local_episodes(episodes: Episodes) -> list[tuple[float, int]]:
-    """(return, length) of the games this process's envs finished (host side)."""
+def local_episodes(episodes: Episodes) -> list[list[tuple[float, int]]]:
+    """(return, length) of the games this process's envs finished (host side), one list per
+    update: from one update's record ([T, B]) or a fused call's ([K, T, B]), in order."""
+    env_axis = episodes.over.ndim - 1
+
     def local(x):
         if jax.process_count() == 1:
             return np.asarray(x)
-        shards = sorted(x.addressable_shards, key=lambda s: s.index[1].start or 0)
-        return np.concatenate([np.asarray(s.data) for s in shards], axis=1)
+        shards = sorted(x.addressable_shards, key=lambda s: s.index[env_axis].start or 0)
+        return np.concatenate([np.asarray(s.data) for s in shards], axis=env_axis)
     over, ret, length = (local(x) for x in episodes)
-    idx = np.nonzero(over)
-    return [(float(r), int(n)) for r, n in zip(ret[idx], length[idx])]
+    if over.ndim == 2:
+        over, ret, length = over[None], ret[None], length[None]
+    out = []
+    for o, r, n in zip(over, ret, length):
+        idx = np.nonzero(o)
+        out.append([(float(a), int(b)) for a, b in zip(r[idx], n[idx])])
+    return out
 
 
 def runner_key(seed: int, start_update: int = 0) -> jax.Array:

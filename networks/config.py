@@ -1,7 +1,7 @@
 """The `config.network` section: its schema (`NetworkConfig`) and its builder (`build_network`).
 
 `NetworkConfig` is the one definition of the section: its fields, defaults and rules. The
-experiment configs' ml_collections defaults come from it, and `sebulba.validation.build(
+experiment configs' ml_collections defaults come from it, and `podracer.validation.build(
 NetworkConfig, values, "network")` checks a config (each rule's message starts with the field
 name, so the error reads "network.<field>=..."). `build_network(cfg, action_space)` turns it
 into the actor-critic: the configured torso, the policy head for the action space, and an LSTM
@@ -19,7 +19,7 @@ import flax.linen as nn
 from networks.actor_critic import ActorCritic, RecurrentActorCritic
 from networks.distributions import BOUNDS, from_space
 from networks.torsos import BUILTIN_TORSOS, INITS, TORSOS, make_torso
-from sebulba.validation import is_int, is_number
+from podracer.validation import is_int, is_number
 
 _SIZE_FIELDS = ("mlp_hidden_sizes", "resnet_channels")
 
@@ -88,7 +88,7 @@ def build_network(cfg: NetworkConfig, action_space: Any) -> nn.Module:
     if not isinstance(cfg, NetworkConfig):
         raise TypeError(f"build_network takes a networks.NetworkConfig, got "
                         f"{type(cfg).__name__}; build one with "
-                        f"sebulba.validation.build(NetworkConfig, values, 'network').")
+                        f"podracer.validation.build(NetworkConfig, values, 'network').")
     kwargs: dict[str, Any] = {}
     if cfg.torso in BUILTIN_TORSOS:
         kwargs["layer_init"] = cfg.torso_init

@@ -4,7 +4,7 @@ A core is unrolled over time-major sequences [T, B, H] with per-step reset flags
 `reset[t, b]` is True the carry of env b is put back to the initial (zero) state *before* step
 t is processed. One code path serves both users, so they cannot drift apart:
 - actors step it with T = 1 (the runtime has already reset the carry of envs whose episode
-  starts now, see sebulba/agent.reset_core_state, and passes reset = False);
+  starts now, see podracer/agent.reset_core_state, and passes reset = False);
 - learners unroll it over a whole rollout from the state the actor stored for step 0,
   resetting at episode boundaries inside the unroll (agents/unroll.core_resets).
 The initial state is all zeros: resetting "to the initial state" and "to zeros" are the same.

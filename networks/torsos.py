@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sebulba.registry import Registry
+from podracer.registry import Registry
 
 
 INITS = ("reference", "lecun")
@@ -144,6 +144,15 @@ def _check_torso(name: str, cls: Any) -> None:
 # Reads like a mapping (`name in TORSOS`, `TORSOS[name]`, `sorted(TORSOS)`); the built-ins
 # cannot be replaced, so a user module cannot silently change what "mlp" means in a config.
 BUILTIN_TORSOS = {"nature_cnn": NatureCNN, "impala_resnet": ImpalaResNet, "mlp": MLP}
+# Built-in torsos sized for an accelerator: on a CPU backend the IMPALA ResNet trains at ~100
+# env steps/s on 2 cores (README, throughput table); the command line then suggests another.
+GPU_SIZED = frozenset({"impala_resnet"})
+
+
+def is_gpu_sized(torso: str) -> bool:
+    """Whether the torso named `torso` is sized for an accelerator (slow on a CPU)."""
+    return torso in GPU_SIZED
+
 TORSOS: Registry[Callable[..., nn.Module]] = Registry(
     "torso", builtins=BUILTIN_TORSOS,
     how="networks.register_torso; load the module that registers yours with --import",

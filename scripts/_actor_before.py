@@ -28,7 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Sharding
 
-from sebulba.agent import Agent, Rollout, reset_core_state
+from podracer.agent import Agent, Rollout, reset_core_state
 from sebulba.env_guard import CheckedEnv, EnvFault
 from sebulba.envs import TimeStep
 from sebulba.pipeline import Lifetime, ParamsSource, Stopped, blocking_put

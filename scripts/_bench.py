@@ -85,7 +85,7 @@ def _pools(opts, sections):
     from sebulba.runner import actor_seed
     rc = sections.runtime
     n = len(rc.actor_device_ids) * rc.num_actor_threads
-    return [envs.make_env(sections.env, rc.num_envs, actor_seed(opts.seed, i))
+    return [envs.make_env(sections.env, rc.envs_per_thread, actor_seed(opts.seed, i))
             for i in range(n)]
 
 
@@ -123,7 +123,7 @@ def bench_env_only(opts, config) -> tuple[float, str]:
                                           opts.warmup_steps, barrier, box)
 
     sps = run_on_pools(pools, body, opts.seconds)
-    return sps, f"{len(pools)} pools x {config.num_envs} envs, random actions"
+    return sps, f"{len(pools)} pools x {pools[0].num_envs} envs, random actions"
 
 
 def actor_class(opts):
@@ -185,10 +185,10 @@ def bench_env_infer(opts, config) -> tuple[float, str]:
         q: queue.Queue = queue.Queue(maxsize=rc.queue_size)
         actors.append(make_actor(
             actor_id=i, device=device, agent=agent,
-            make_env=lambda s: sized(rc.num_envs, s), seed=actor_seed(opts.seed, i),
+            make_env=lambda s: sized(rc.envs_per_thread, s), seed=actor_seed(opts.seed, i),
             unroll_length=rc.unroll_length, params=params, out_queue=q,
             learner_sharding=SingleDeviceSharding(device), lifetime=lifetime,
-            make_env_sized=sized, overlap=rc.actor_overlap, num_envs=rc.num_envs))
+            make_env_sized=sized, overlap=rc.actor_overlap, num_envs=rc.envs_per_thread))
         drains.append(threading.Thread(target=drain, args=(i, q), daemon=True))
     for t in actors + drains:
         t.start()
@@ -210,7 +210,7 @@ def bench_env_infer(opts, config) -> tuple[float, str]:
     lifetime.raise_if_failed()
     overlap = [getattr(a, "overlapping", False) for a in actors]
     mode = "overlapped half-pools" if all(overlap) else "one pool"
-    return sum(counts) / elapsed, (f"{len(layout)} threads x {rc.num_envs} envs, "
+    return sum(counts) / elapsed, (f"{len(layout)} threads x {rc.envs_per_thread} envs, "
                                    f"{getattr(opts, 'actor_impl', 'current')} actor, {mode}, "
                                    f"on {devices[0]}")
 
@@ -220,7 +220,7 @@ def _random_rollout(agent, params, obs0, T: int, b: int, action_space, rng):
     the shapes the runtime's policy step returns (IMPALA: logits; PPO: logits and value)."""
     import jax
     from sebulba.actor_policy import policy_fn
-    from sebulba.agent import Rollout
+    from podracer.agent import Rollout
     obs_b = jax.tree.map(lambda x: np.broadcast_to(x[:1], (b,) + x.shape[1:]), obs0)
     actions = random_actions(action_space, b, T, seed=int(rng.integers(2**31)))
     core = agent.initial_core_state(b) if agent.recurrent else None
@@ -246,13 +246,14 @@ def bench_learner(opts, config) -> tuple[float, str]:
     from sebulba.topology import make_topology
     sections = read(config)
     rc = sections.runtime
-    probe = envs.make_env(sections.env, rc.num_envs, opts.seed)
+    probe = envs.make_env(sections.env, rc.envs_per_thread, opts.seed)
     obs0, action_space = probe.reset(), probe.action_space
     probe.close()
     agent = make_agent(sections, action_space, num_updates=1000)
-    topo = make_topology(rc.actor_device_ids, rc.learner_device_ids, rc.num_envs)
+    topo = make_topology(rc.actor_device_ids, rc.learner_device_ids, rc.envs_per_thread)
     init = agent.init(jax.random.key(opts.seed), jax.tree.map(lambda x: x[:1], obs0))
-    T, b, n_threads = rc.unroll_length, rc.num_envs, rc.batch_envs // rc.num_envs
+    batch_envs = sections.shape.batch_envs
+    T, b, n_threads = rc.unroll_length, rc.envs_per_thread, batch_envs // rc.envs_per_thread
     rng = np.random.default_rng(opts.seed)
     batch = tuple(jax.device_put(_random_rollout(agent, agent.actor_params(init), obs0, T, b,
                                                  action_space, rng),
@@ -272,8 +273,8 @@ def bench_learner(opts, config) -> tuple[float, str]:
         steps += 1
     step_s = (time.perf_counter() - start) / steps
     devs = ",".join(str(d) for d in topo.learner_devices)
-    return (T * rc.batch_envs / step_s,
-            f"{step_s * 1e3:.1f} ms/step on {T}x{rc.batch_envs} ({steps} steps, "
+    return (T * batch_envs / step_s,
+            f"{step_s * 1e3:.1f} ms/step on {T}x{batch_envs} ({steps} steps, "
             f"compile {compile_s:.0f}s) on {devs}")
 
 
@@ -282,14 +283,15 @@ def bench_end_to_end(opts, config) -> tuple[float, str]:
     stopped after a while."""
     from experiments import wiring
     from sebulba.pipeline import Stopped
-    rc = read(config).runtime
+    sections = read(config)
+    steps_per_update = sections.shape.samples
     k = max(1, opts.skip_updates)
     run_dir = tempfile.mkdtemp(prefix="sebulba-bench-")
     config.run_dir = run_dir
     config.console_every_s = 1e9  # quiet: the table is the output
     config.checkpoint_keep = 0    # no checkpoint writes inside the timed window
     # A cap never reached (the time bound stops the run); it also sets the LR decay horizon.
-    config.total_env_steps = rc.steps_per_update * 1_000_000
+    config.total_env_steps = steps_per_update * 1_000_000
     mark: list[float] = []
 
     def on_update(update, env_steps, state):
@@ -314,7 +316,7 @@ def bench_end_to_end(opts, config) -> tuple[float, str]:
                            f"--skip_updates={k}. Raise --seconds.")
     a, z = lines[k - 1], lines[-1]
     sps = (z["step"] - a["step"]) / (z["time"] - a["time"])
-    return sps, (f"updates {k + 1}..{len(lines)} of {rc.steps_per_update} steps "
+    return sps, (f"updates {k + 1}..{len(lines)} of {steps_per_update} steps "
                  f"(sps incl. compile: {result.last_metrics.get('sps', 0):.0f}, "
                  f"lag {result.last_metrics.get('policy_lag/mean', 0):.1f})")
 

@@ -13,8 +13,9 @@ def make_config(env: str, algo: str, torso: str, num_envs: int, actor_threads: i
                 sets: tuple = ()):
     """The experiment config (Atari or classic file of `algo`) with the benchmark's layout.
 
-    `num_envs` is the total over actor devices x threads (0: the config's envs per thread);
-    `actor_threads` 0 = the runtime's auto layout (sebulba/layout.py); `torso` "auto" =
+    `num_envs` is the envs per process (the config's `num_envs`: the batch, split over actor
+    devices x threads; 0 keeps the config's); `actor_threads` 0 = the runtime's auto layout
+    (sebulba/layout.py, resolved when the measure reads the config); `torso` "auto" =
     nature_cnn on Atari, mlp otherwise; `unroll_length` 0 keeps the config's T; `sets` are
     "field=value" overrides applied last (e.g. "network.lstm_size=64").
     """
@@ -31,17 +32,15 @@ def make_config(env: str, algo: str, torso: str, num_envs: int, actor_threads: i
     config.actor_device_ids = tuple(actor_ids)
     config.learner_device_ids = tuple(learner_ids)
     config.num_actor_threads = actor_threads
-    if num_envs > 0:  # 0: the config's envs per thread
-        config.num_envs = num_envs  # a total until the threads are known
-    # The runtime's own layout rule (sebulba/layout.py) for 0 = auto threads / EnvPool threads.
-    from experiments import wiring
-    wiring.resolve_layout(config)
     if num_envs > 0:
-        threads = len(actor_ids) * config.num_actor_threads
-        if num_envs % threads:
-            raise SystemExit(f"--num_envs={num_envs} must be divisible by actor devices x "
-                             f"actor threads ({threads}), so every thread gets the same pool.")
-        config.num_envs = num_envs // threads
+        config.num_envs = num_envs
+    # The runtime's own layout rule (sebulba/layout.py) for 0 = auto threads / EnvPool threads,
+    # as a run resolves it when it reads the config; a split that does not divide fails here.
+    from experiments import wiring
+    try:
+        wiring.read(config, devices=False, env_id=False)
+    except ValueError as e:
+        raise SystemExit(f"--num_envs={num_envs} --actor_threads={actor_threads}: {e}") from None
     if unroll_length > 0:
         config.unroll_length = unroll_length
     if algo.startswith("ppo"):

@@ -47,8 +47,7 @@ class Recorder:
             detail = f"{self.args.actor_impl} actor, overlap {self.args.actor_overlap}; {detail}"
         row = dict(env=config.env.name, algo="-" if measure == "env_only" else algo,
                    torso=config.network.torso,
-                   num_envs=config.num_envs * len(config.actor_device_ids)
-                   * config.num_actor_threads,
+                   num_envs=config.num_envs,
                    actor_threads=config.num_actor_threads,
                    actor_devices=",".join(map(str, config.actor_device_ids)),
                    learner_devices=",".join(map(str, config.learner_device_ids)),

@@ -48,7 +48,7 @@ def measure(num_devices: int, *, env: str = "gymnax:CartPole-v1", num_envs: int 
     from anakin import runtime
     from experiments import wiring
     from experiments.configs import ppo_gymnax
-    from experiments.wiring import anakin as anakin_wiring
+    from experiments.wiring import anakin_runtime
 
     config = ppo_gymnax.get_config()
     config.env.name, config.num_envs, config.unroll_length = env, num_envs, unroll_length
@@ -56,11 +56,12 @@ def measure(num_devices: int, *, env: str = "gymnax:CartPole-v1", num_envs: int 
     config.seed = seed
     for assignment in sets:
         _bench_config.set_field(config, assignment)
-    # Read, checked and built as an Anakin run is (experiments/wiring/anakin.py).
-    sections, ac = anakin_wiring.read_anakin(anakin_wiring.for_anakin(config), env=False)
-    e = anakin_wiring.make_env(sections)
+    # Read, checked and built as an Anakin run is (experiments/wiring/anakin_runtime.py).
+    sections = wiring.read(config, devices=False, env_id=False)
+    ac = sections.runtime
+    e = anakin_runtime.make_env(sections.env)
     _, _, agent = wiring.build_from_config(sections, e.action_space, num_updates=10**6)
-    mesh = runtime.make_mesh(ac.device_ids)
+    mesh = runtime.make_mesh(ac.learner_device_ids)
     example = jax.tree.map(lambda x: x[None], e.reset(jax.random.key(0)).obs)
     state = runtime.place_replicated(agent.init(jax.random.key(seed), example), mesh)
     runner = runtime.place_runner(

@@ -330,7 +330,7 @@ def main(argv=None):
                                    f"{args.fake_devices}").strip()
         os.environ.setdefault("JAX_PLATFORMS", "cpu")
     import jax
-    from sebulba.user_modules import import_modules
+    from experiments.wiring.user_modules import import_modules
     import_modules(args.imports)  # user modules that register envs/torsos (--import)
     backend = jax.default_backend()
     print(f"benchmark: {args.env}, backend {backend} ({jax.local_device_count()} devices), "

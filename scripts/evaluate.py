@@ -35,11 +35,14 @@ import numpy as np
 import agents
 from agents import evaluation as players  # the evaluation players (greedy, sampling)
 from experiments import wiring
-from sebulba import checkpoint, command_line, envs
+from podracer import checkpoint
+from experiments.wiring import command_line
+from sebulba import envs
 # The game loop and its settings are shared with in-training evaluation.
-from sebulba.evaluation import EVAL_SEED, eval_env_config, play, summarize
-from sebulba.user_modules import HELP as _IMPORT_HELP, import_modules
-from sebulba.validation import ConfigError
+from podracer.evaluation import EVAL_SEED, summarize
+from sebulba.evaluation import eval_env_config, play
+from experiments.wiring.user_modules import HELP as _IMPORT_HELP, import_modules
+from podracer.validation import ConfigError
 
 
 @dataclasses.dataclass
@@ -107,9 +110,7 @@ def load_policy(path: str, greedy: bool = True, imports: Sequence[str] = ()) -> 
     probe.close()
     network, agent, state = load_agent_state(ckpt, sections, obs, action_space)
     ap = jax.device_put(agent.actor_params(state))
-    obs_clip = float(getattr(sections.agent, "obs_clip", 10.0))
-    player = players.eval_player("greedy" if greedy else "sample", network, agent, ap, obs,
-                                 obs_clip)
+    player = players.eval_player("greedy" if greedy else "sample", network, agent, ap, obs)
     return Policy(ckpt, meta, config, sections, lambda n: player.actor(ap, n))
 
 
@@ -122,7 +123,7 @@ USER_ERRORS = (ValueError, FileNotFoundError)
 
 def load_for_command(args: argparse.Namespace) -> Policy:
     """`load_policy` for the command line: a user error prints one line and exits with status
-    2 (sebulba/command_line.py's convention); `--verbose` or SEBULBA_VERBOSE=1 raises it with
+    2 (experiments/wiring/command_line.py's convention); `--verbose` or SEBULBA_VERBOSE=1 raises it with
     its traceback instead."""
     try:
         return load_policy(args.path, greedy=args.policy == "greedy", imports=args.imports)

@@ -26,8 +26,10 @@ import tempfile
 import jax
 import numpy as np
 
-from sebulba import command_line, envs
-from sebulba.evaluation import EVAL_SEED, eval_env_config
+from experiments.wiring import command_line
+from sebulba import envs
+from podracer.evaluation import EVAL_SEED
+from sebulba.evaluation import eval_env_config
 
 if __package__:  # imported as scripts.render (the tests)
     from . import evaluate

@@ -166,7 +166,7 @@ def command(args, run: Run, resume: bool) -> list[str]:
 
 
 def has_checkpoint(run_dir: str) -> bool:
-    # As sebulba.checkpoint.list_steps: finished checkpoints are <update>/{state,meta}/.
+    # As podracer.checkpoint.list_steps: finished checkpoints are <update>/{state,meta}/.
     ckpt = os.path.join(run_dir, "checkpoints")
     return os.path.isdir(ckpt) and any(
         n.isdigit() and os.path.isdir(os.path.join(ckpt, n, "meta")) for n in os.listdir(ckpt))

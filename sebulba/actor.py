@@ -32,7 +32,7 @@ from sebulba.actor_policy import claim_first_call, first_call_lock, policy_fn
 from sebulba.actor_pools import OVERLAP_MODES, HalfPool, build_halves, close_quietly
 # RolloutMessage is also imported from here by sebulba/runner.py.
 from sebulba.actor_rollout import RolloutMessage, RolloutSteps, assemble
-from sebulba.agent import Agent
+from podracer.agent import Agent
 from sebulba.env_guard import CheckedEnv, EnvFault
 from sebulba.envs import TimeStep
 from sebulba.pipeline import Lifetime, ParamsSource, Stopped, blocking_put
@@ -186,16 +186,18 @@ class ActorThread(threading.Thread):
         params, version, t_params = self._fetch_params(0)
         steps = RolloutSteps(T, B, len(halves))
         t_infer = 0.0
-        with self._first_call:  # compiled once per device; later threads find it compiled
+        # Compiled once per device and shape: every half's first call runs under the lock (an
+        # odd pool's half-pools have two shapes), so later threads find both compiled.
+        with self._first_call:
             first = claim_first_call(self._policy, self.device)
             if first and jax.process_index() == 0:  # a long compile is never a silent minute
                 print(f"compiling the policy on {self.device} ...", flush=True)
             start = time.perf_counter()
-            t_infer += self._act(halves[0], params, steps, 0, 0)
+            for i, h in enumerate(halves):
+                t_infer += self._act(h, params, steps, i, 0)
             if first and jax.process_index() == 0:
                 print(f"policy compiled in {time.perf_counter() - start:.1f}s", flush=True)
-        for i in range(1, len(halves)):
-            t_infer += self._act(halves[i], params, steps, i, 0)
+        t_put = 0.0  # the previous rollout's wait for queue space (the first has none)
         while not self._lifetime.stopping:
             t_env = t_next = 0.0
             nxt = None
@@ -231,11 +233,14 @@ class ActorThread(threading.Thread):
             # Device to device: split along the env axis onto the learner devices.
             rollout = jax.device_put(rollout, self._sharding)
             t_ship = time.perf_counter() - s
+            # The message is complete before it is queued (the learner reads it at once): its
+            # queue wait is known only after the put, so it rides on the next rollout.
             msg = RolloutMessage(rollout, version, T * B, steps.episodes,
                                  {"actor/params_wait_s": t_params, "actor/inference_s": t_infer,
-                                  "actor/env_s": t_env, "actor/ship_s": t_ship}, self.actor_id)
+                                  "actor/env_s": t_env, "actor/ship_s": t_ship,
+                                  "actor/queue_put_s": t_put}, self.actor_id)
             self._set_phase("waiting for queue space")
-            msg.timings["actor/queue_put_s"] = blocking_put(self._queue, msg, self._lifetime)
+            t_put = blocking_put(self._queue, msg, self._lifetime)
             if nxt is not None:
                 params, version, t_params, steps, t_infer = p2, v2, tp2, nxt, t_next
                 continue

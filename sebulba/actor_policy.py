@@ -14,7 +14,7 @@ from typing import Callable
 
 import jax
 
-from sebulba.agent import Agent, reset_core_state
+from podracer.agent import Agent, reset_core_state
 
 
 def _policy_step(agent: Agent, params, obs, key, state=None, reset=None):

@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sebulba.agent import Rollout
+from podracer.agent import Rollout
 
 
 @dataclasses.dataclass

@@ -29,7 +29,7 @@ import numpy as np
 
 from sebulba import adapters, registry
 # Re-exported: the step record and the float32 cast are part of this module's env API.
-from sebulba.timestep import TimeStep, to_float32  # noqa: F401
+from sebulba.timestep import TimeStep, to_float32# noqa: F401
 
 
 @dataclasses.dataclass(frozen=True)

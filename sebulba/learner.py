@@ -14,7 +14,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import PartitionSpec as P
 
-from sebulba.agent import Agent, PyTree, Rollout
+from podracer.agent import Agent, PyTree, Rollout
+from podracer.finite import keep_finite
 from sebulba.topology import LEARNER_AXIS, Topology
 
 
@@ -76,37 +77,6 @@ def make_learn_fn(agent: Agent, topology: Topology, packer: MetricsPacker | None
                             in_specs=(P(), P(None, LEARNER_AXIS)), out_specs=(P(), P()),
                             check_vma=False)
     return jax.jit(sharded, donate_argnums=0)
-
-
-def all_finite(tree: PyTree) -> jax.Array:
-    """True when every floating-point leaf of `tree` is finite (keys and ints are skipped).
-
-    Leaves may be Python numbers (an agent's metric from a constant schedule) or arrays."""
-    leaves = [jnp.asarray(x) for x in jax.tree.leaves(tree)]
-    checks = [jnp.all(jnp.isfinite(x)) for x in leaves if jnp.issubdtype(x.dtype, jnp.inexact)]
-    return jnp.all(jnp.stack(checks)) if checks else jnp.asarray(True)
-
-
-def keep_finite(old_state: PyTree, new_state: PyTree, metrics: dict, axis_name: str
-                ) -> tuple[PyTree, dict]:
-    """Algorithm-agnostic guard: keeps `old_state` unless every floating-point leaf of the new
-    learner state (parameters, optimizer state, statistics) is finite. One NaN gradient would
-    otherwise poison the parameters for good; a skipped update costs one batch. The metrics
-    are left out of the decision: a diagnostic that is non-finite on its own (a ratio of two
-    empty sums) says nothing about the state, and is reported as it is, NaN and all.
-
-    Selecting inside the compiled step keeps one program for both outcomes. The flag is
-    reduced with pmin over the learner axis, so every device takes the same branch even if
-    only one saw the NaN (replicas must never diverge). Cost: one pass over the state.
-    """
-    metrics = jax.tree.map(jnp.asarray, metrics)  # shard_map outputs must be arrays
-    ok = jax.lax.pmin(all_finite(new_state).astype(jnp.int32), axis_name) > 0
-    state = jax.lax.cond(ok, lambda: new_state, lambda: old_state)
-    return state, {**metrics, "nonfinite/skipped": 1.0 - ok.astype(jnp.float32)}
-
-
-class NonFiniteError(RuntimeError):
-    """Too many non-finite updates in a row; the learner state is the last good one."""
 
 
 def place_learner_state(state: PyTree, topology: Topology) -> PyTree:

@@ -10,7 +10,7 @@ written, then SIGTERM (pre-emption) returns normally (exit 0) and Ctrl-C raises 
 and stops waiting for threads; the final checkpoint then holds the newest *complete* update
 (none if its state was donated to the abandoned one). If the main thread is stuck in C++ (a
 compilation) and cannot run the handler, a watcher thread ends the process a few seconds after
-the second signal (sebulba/signals.py, shared with the Anakin runtime). The loop never raises
+the second signal (podracer/signals.py, shared with the Anakin runtime). The loop never raises
 from a signal handler: it publishes one immutable `_Snapshot` (state, counters, episode
 statistics) per update with a single assignment, so whatever interrupts it, the checkpoint's
 label and the state inside it belong to the same update.
@@ -34,44 +34,22 @@ from typing import Any, Callable
 import jax
 import numpy as np
 
-from sebulba import distributed, layout
+from podracer import distributed
+from podracer.agent import Agent, PyTree
+from podracer.batch import UpdatePlan
+from podracer.checkpoint import Checkpointer, Progress
+from podracer.finite import NonFiniteError
+from podracer.ledger import Ledger
+from podracer.logging import EpisodeStats, MetricsLogger
+from podracer.results import Interrupted, TrainResult
+from podracer.signals import Abandoned, StopOnSignal, wait_ready
+from sebulba import layout
 from sebulba.actor import ActorThread, RolloutMessage
-from sebulba.agent import Agent, PyTree
-from sebulba.checkpoint import Checkpointer, Progress
-from sebulba.learner import (MetricsPacker, NonFiniteError, make_learn_fn,
-                             place_learner_state)
-from sebulba.logging import EpisodeStats, MetricsLogger
+from sebulba.learner import MetricsPacker, make_learn_fn, place_learner_state
 from sebulba.pipeline import Lifetime, ParamsSource, Stopped, blocking_get
-from sebulba.signals import Abandoned, StopOnSignal, wait_ready
-from sebulba.runtime_config import RuntimeConfig, validate_runtime_config
+from sebulba.runtime_config import RuntimeConfig
 from sebulba.topology import Topology, make_topology
 from sebulba.warmup import BackgroundCompile, abstract_rollout
-
-
-@dataclasses.dataclass
-class TrainResult:
-    learner_state: PyTree
-    env_steps: int
-    updates: int
-    episode_summary: dict[str, float]
-    last_metrics: dict[str, float]
-    stopped_by: str | None = None    # signal name when SIGTERM/SIGINT ended the run early
-    checkpoint: str | None = None    # path of the final checkpoint, if one was written
-    # A second signal abandoned an update: its computation still runs, and a normal interpreter
-    # exit waits for it (the whole update); callers that end the process use os._exit.
-    abandoned: bool = False
-
-
-class Interrupted(KeyboardInterrupt):
-    """Ctrl-C ended training: raised by `train` after the final checkpoint, with the result
-    (counters, episode summary, checkpoint path) for the caller to report."""
-
-    def __init__(self, result: TrainResult) -> None:
-        self.result = result
-        where = f"checkpoint: {result.checkpoint}" if result.checkpoint else "no checkpoint"
-        super().__init__(f"stopped by {result.stopped_by} at update {result.updates:,d} "
-                         f"(env step {result.env_steps:,d}); {where}")
-
 
 @dataclasses.dataclass(frozen=True)
 class _Snapshot:
@@ -94,8 +72,10 @@ def train(agent: Agent, make_env: Callable[[int, int], Any], rc: RuntimeConfig,
           actor_hook: Callable | None = None, checkpointer: Checkpointer | None = None,
           resume: Progress | None = None, example_obs: PyTree | None = None,
           topology: Topology | None = None) -> TrainResult:
-    """Trains `agent` for `rc.planned_updates(...)` updates (`rc.num_updates` when fresh);
-    `make_env(num_envs, seed)` builds a batch.
+    """Trains `agent` for the run's planned updates (`rc.plan(...).num_updates` when fresh);
+    `make_env(num_envs, seed)` builds a batch. An auto (0) `rc.num_actor_threads` is resolved
+    here for this machine (sebulba.layout.resolve; a run from a config has resolved it when it
+    read the config, and printed it).
 
     `example_obs`: one observation batch of the env (any leading size), if the caller has
     probed the env already (then it is not probed again). It also lets the learner compile in
@@ -108,11 +88,11 @@ def train(agent: Agent, make_env: Callable[[int, int], Any], rc: RuntimeConfig,
     learner state, counters and episode statistics carry on. Ctrl-C raises `Interrupted` after
     the final checkpoint; a lost peer process raises `distributed.PeerLost`.
     """
-    validate_runtime_config(rc)
-    if rc.num_actor_threads == 0:  # auto; experiments resolve it up front (and print it)
-        rc = dataclasses.replace(rc, num_actor_threads=layout.choose(
-            0, 1, len(rc.actor_device_ids)).actor_threads)
-    topo = topology or make_topology(rc.actor_device_ids, rc.learner_device_ids, rc.num_envs)
+    if rc.num_actor_threads == 0:
+        rc = layout.resolve(rc).runtime
+    topo = topology or make_topology(rc.actor_device_ids, rc.learner_device_ids,
+                                     rc.envs_per_thread)
+    plan = rc.plan(topo.num_processes)
     if resume is None and example_obs is None:
         probe = make_env(1, rc.seed)
         example_obs = probe.reset()
@@ -126,12 +106,13 @@ def train(agent: Agent, make_env: Callable[[int, int], Any], rc: RuntimeConfig,
     learn = make_learn_fn(agent, topo, packer)
     lifetime = Lifetime()
     params = ParamsSource(list(topo.actor_devices), lifetime, rc.stall_warning_s)
-    loop = _LearnerLoop(rc, logger, lifetime, [], topo, state, resume, packer)
+    loop = _LearnerLoop(rc, plan, logger, lifetime, [], topo, state, resume, packer,
+                        checkpointer, on_update)
     if example_obs is not None and loop.updates < loop.end_update:
         # Compile the learner while the actors start and compile (never for a run with
         # nothing left to do: a compile still running at interpreter exit aborts it).
         spec = abstract_rollout(agent, jax.eval_shape(agent.actor_params, state), example_obs,
-                                rc.unroll_length, rc.num_envs * topo.num_processes,
+                                rc.unroll_length, rc.envs_per_thread * topo.num_processes,
                                 topo.batch_sharded())
         threads = len(topo.actor_devices) * rc.num_actor_threads
         loop.warmup = BackgroundCompile("learner", learn, state, (spec,) * threads,
@@ -146,7 +127,7 @@ def train(agent: Agent, make_env: Callable[[int, int], Any], rc: RuntimeConfig,
                                             actor_hook, loop.updates)
         loop.actors = actors
         try:
-            loop.run(learn, agent, params, on_update, checkpointer)
+            loop.run(learn, agent, params)
         except Stopped:
             pass
         except Abandoned:
@@ -174,7 +155,8 @@ def train(agent: Agent, make_env: Callable[[int, int], Any], rc: RuntimeConfig,
     lifetime.raise_if_failed()
     snap = loop.snapshot
     result = TrainResult(snap.state, snap.env_steps, snap.updates,
-                         _episode_summary(snap.episodes), loop.last_metrics, signals.received,
+                         _episode_summary(snap.episodes), loop.ledger.last_metrics,
+                         signals.received,
                          final, abandoned)
     if signals.received == "SIGINT":
         raise Interrupted(result)
@@ -221,12 +203,12 @@ def _start_actors(agent, make_env, rc, topo: Topology, params, lifetime, hook,
             seed = actor_seed(rc.seed, actor_id, start_update)
             actors.append(ActorThread(
                 actor_id=actor_id, device=device, agent=agent,
-                make_env=lambda s: make_env(rc.num_envs, s), seed=seed,
+                make_env=lambda s: make_env(rc.envs_per_thread, s), seed=seed,
                 unroll_length=rc.unroll_length, params=params, out_queue=q,
                 learner_sharding=topo.local_batch_sharded(), lifetime=lifetime,
                 synchronous=rc.synchronous, on_step=hook,
                 max_env_restarts=rc.max_env_restarts if rc.restart_envs_on_error else 0,
-                make_env_sized=make_env, overlap=rc.actor_overlap, num_envs=rc.num_envs))
+                make_env_sized=make_env, overlap=rc.actor_overlap, num_envs=rc.envs_per_thread))
             queues.append(q)
     for a in actors:
         a.start()
@@ -241,25 +223,27 @@ class _LearnerLoop:
     the state is donated to the update in flight.
     """
 
-    def __init__(self, rc: RuntimeConfig, logger: MetricsLogger, lifetime: Lifetime,
-                 queues: list[queue.Queue], topo: Topology, state: PyTree,
-                 resume: Progress | None = None, packer: MetricsPacker | None = None
-                 ) -> None:
-        self.rc, self.logger, self.lifetime, self.queues = rc, logger, lifetime, queues
+    def __init__(self, rc: RuntimeConfig, plan: UpdatePlan, logger: MetricsLogger,
+                 lifetime: Lifetime, queues: list[queue.Queue], topo: Topology, state: PyTree,
+                 resume: Progress | None = None, packer: MetricsPacker | None = None,
+                 checkpointer: Checkpointer | None = None, on_update=None) -> None:
+        self.rc, self.plan, self.lifetime, self.queues = rc, plan, lifetime, queues
         self.topo = topo
         self.episodes = EpisodeStats()  # working copy; the snapshot holds its state_dict
         if resume:
             self.episodes.load_state_dict(resume.episodes)
         self.snapshot = _Snapshot(state, resume.env_steps if resume else 0,
                                   resume.updates if resume else 0, self.episodes.state_dict())
-        self.end_update = rc.planned_updates(self.updates, self.env_steps)
-        self.last_metrics: dict[str, float] = {}
+        self.end_update = plan.planned_updates(self.updates, self.env_steps)
+        self.ledger = Ledger(logger, self.episodes, end_update=self.end_update,
+                             max_nonfinite_updates=rc.max_nonfinite_updates,
+                             stop_at_return=rc.stop_at_return, checkpointer=checkpointer,
+                             on_update=on_update)
         self.actors: list = []  # for stall warnings: what each actor is doing
         self.urgent = threading.Event()  # set by a second signal: abandon the update in flight
         self.warmup: BackgroundCompile | None = None  # the learner compiling ahead of time
         self.packer = packer  # the learn step's metrics come packed: unpacked on the host
         self._warned_stall = False
-        self.nonfinite_streak = self.nonfinite_total = 0
 
     @property
     def updates(self) -> int:
@@ -282,23 +266,6 @@ class _LearnerLoop:
                   f"(stall_warning_s={self.rc.stall_warning_s:g}; queue depths per actor: "
                   f"{depths}); actors may be stalled: {doing}.", flush=True)
 
-    def _check_finite(self, scalars: dict[str, float]) -> None:
-        """Counts skipped (non-finite) updates; raises after max_nonfinite_updates in a row."""
-        if scalars.get("nonfinite/skipped", 0.0) == 0.0:
-            self.nonfinite_streak = 0
-            return
-        self.nonfinite_streak += 1
-        self.nonfinite_total += 1
-        bad = sorted(k for k, v in scalars.items() if not np.isfinite(v)) or ["learner state"]
-        limit = self.rc.max_nonfinite_updates
-        print(f"WARNING: update {self.updates} at env step {self.env_steps:,d} was non-finite "
-              f"({', '.join(bad)}); skipped, learner state kept ({self.nonfinite_streak}/"
-              f"{limit} in a row, {self.nonfinite_total} in all).", flush=True)
-        if self.nonfinite_streak >= limit:
-            raise NonFiniteError(
-                f"{self.nonfinite_streak} non-finite updates in a row (max_nonfinite_updates="
-                f"{limit}; last: {', '.join(bad)}); stopped at env step {self.env_steps:,d}.")
-
     def await_warmup(self) -> None:
         """Waits for the background compilation of the learner (a second signal stops the
         waiting): the first update uses it instead of compiling the same program again, and a
@@ -308,17 +275,13 @@ class _LearnerLoop:
             self.warmup.join(0.1)
         self.warmup = None
 
-    def _target_reached(self) -> bool:
-        target = self.rc.stop_at_return
-        return target is not None and self.episodes.best_mean >= target
-
-    def run(self, learn, agent: Agent, params: ParamsSource, on_update, checkpointer):
+    def run(self, learn, agent: Agent, params: ParamsSource) -> None:
         start, start_steps = time.perf_counter(), self.env_steps
         if self.updates >= self.end_update:
             print(f"nothing to do: already at update {self.updates:,d} (env step "
-                  f"{self.env_steps:,d}); total_env_steps={self.rc.total_env_steps:,d} leaves "
-                  f"no whole update of {self.rc.steps_per_update:,d} steps.", flush=True)
-        while self.updates < self.end_update and not self._target_reached():
+                  f"{self.env_steps:,d}); total_env_steps={self.plan.total_env_steps:,d} leaves "
+                  f"no whole update of {self.plan.steps_per_update:,d} steps.", flush=True)
+        while self.updates < self.end_update and not self.ledger.target_reached:
             t0 = time.perf_counter()
             depth = sum(q.qsize() for q in self.queues)
             msgs: list[RolloutMessage] = [blocking_get(q, self.lifetime, self._on_wait)
@@ -359,20 +322,11 @@ class _LearnerLoop:
             scalars = {k: float(np.asarray(v)) for k, v in metrics.items()}
             scalars.update(self._runtime_scalars(msgs, lags, depth, t1 - t0, t2 - t1, start,
                                                  start_steps))
-            scalars["nonfinite/total"] = float(self.nonfinite_total
-                                               + scalars.get("nonfinite/skipped", 0.0))
-            self.last_metrics = scalars
-            self.logger.write(self.env_steps, scalars,
-                              force_print=self.updates >= self.end_update)
-            self._check_finite(scalars)
-            if checkpointer is not None:
-                checkpointer.after_update(self.progress())
-            if on_update is not None:
-                on_update(self.updates, self.env_steps, state)
+            self.ledger.record(self.updates, self.env_steps, scalars, state)
         return self.snapshot.state
 
     def _wait(self, metrics: dict) -> dict:
-        """The update's metrics on the host, polled (sebulba.signals.wait_ready): a second
+        """The update's metrics on the host, polled (podracer.signals.wait_ready): a second
         signal abandons the update instead of waiting for its end."""
         host = jax.device_get(wait_ready(metrics, self.urgent))
         return self.packer.unpack(host) if self.packer is not None else host

@@ -1,59 +1,40 @@
-"""The runtime's config: `RuntimeConfig` (how the runtime lays out and paces the work, the top
-level of an experiment config), its checks (`validate_runtime_config`, static: no device query,
-so a multi-host run can check before joining) and the update-count rule both runtimes share
-(`UpdatePlan`)."""
+"""The Sebulba runtime's config section: `RuntimeConfig` (how the runtime lays out and paces the
+work; the top level of an experiment config) with its rules, and what it tells the rest of a
+run: the batch an agent is built for (`batch_shape`) and the update counts (`plan`).
+
+The batch is a fact of the config: `num_envs` environments per process step every update,
+whatever the machine. The layout (sebulba/layout.py) only decides how they are carried:
+`num_actor_threads` threads per actor device (0 = auto from the CPU cores), each stepping an
+equal share. So a config trains the same algorithm (samples per update, minibatches,
+optimiser constants) on 2 cores or 64; only the speed differs.
+"""
 from __future__ import annotations
 
 import dataclasses
 import math
 from typing import Sequence
 
-import jax
+from podracer.batch import BatchShape, UpdatePlan
+from podracer.compile_cache import DEFAULT_DIR
+from podracer.schema import check_types
 
-from sebulba.topology import check_env_split
-from sebulba.validation import ConfigError, check_types, non_negative, positive_int, require
-
-
-class UpdatePlan:
-    """The update counts of a run, the same rule on both runtimes (RuntimeConfig here,
-    anakin.runtime.AnakinConfig), from the class's `batch_envs`, `unroll_length` and
-    `total_env_steps`."""
-
-    @property
-    def steps_per_update(self) -> int:
-        return self.batch_envs * self.unroll_length
-
-    @property
-    def num_updates(self) -> int:
-        """Updates a fresh run makes: whole updates within total_env_steps (at least one)."""
-        return max(1, self.total_env_steps // self.steps_per_update)
-
-    def planned_updates(self, done_updates: int = 0, done_env_steps: int = 0) -> int:
-        """The update counter a run ends at. Fresh: `num_updates`. Resumed: the updates done
-        plus the whole updates that fit in the steps left (the layout, hence the steps per
-        update, may have changed)."""
-        if done_updates == 0 and done_env_steps == 0:
-            return self.num_updates
-        left = max(0, self.total_env_steps - done_env_steps)
-        return done_updates + left // self.steps_per_update
-
-    def planned_env_steps(self, done_updates: int = 0, done_env_steps: int = 0) -> int:
-        """The env-step counter after the last planned update (the console's target)."""
-        return done_env_steps + (self.planned_updates(done_updates, done_env_steps)
-                                 - done_updates) * self.steps_per_update
+OVERLAP_MODES = ("auto", "on", "off")
 
 
 @dataclasses.dataclass(frozen=True)
-class RuntimeConfig(UpdatePlan):
-    """How the runtime lays out and paces the work (algorithm-independent). The top-level
-    fields of an experiment config (experiments/configs/common.py generates them from here)."""
+class RuntimeConfig:
+    """How the Sebulba runtime lays out and paces the work (algorithm-independent). The
+    top-level fields of an experiment config (experiments/configs/common.py generates them
+    from here). Checked on construction: a RuntimeConfig that exists is a valid one."""
 
     seed: int = 0                      # base seed: params init, actor RNG, env seeds
     actor_device_ids: Sequence[int] = (0,)    # local device indices that run actor threads
     learner_device_ids: Sequence[int] = (0,)  # local device indices sharing the learner update
-    num_actor_threads: int = 0         # actor threads per actor device; 0 = auto from the CPU
-                                       # cores (sebulba/layout.py; the layout is printed)
-    num_envs: int = 32                 # environments per actor thread
+    num_actor_threads: int = 0         # actor threads per actor device, each stepping an equal
+                                       # share of num_envs; 0 = auto from the CPU cores
+                                       # (sebulba/layout.py; the layout is printed)
+    num_envs: int = 32                 # environments per process, all stepped every update:
+                                       # the batch (split over actor devices x threads)
     unroll_length: int = 20            # T: steps per rollout
     total_env_steps: int = 10_000_000  # agent steps over all actors (x4 frames on Atari)
     queue_size: int = 1                # rollouts buffered per actor thread (backpressure)
@@ -71,54 +52,82 @@ class RuntimeConfig(UpdatePlan):
     # (EnvPool ids) with >= 2 envs per thread when the actor device is an accelerator; off on
     # CPU actor devices and for envs with only a synchronous `step` (sebulba.actor.wants_overlap).
     actor_overlap: str = "auto"
-    # JAX's persistent compilation cache (sebulba/compile_cache.py): a relaunch loads compiled
+    # JAX's persistent compilation cache (podracer/compile_cache.py): a relaunch loads compiled
     # programs; "" = off.
-    compilation_cache_dir: str = "~/.cache/sebulba-rl/jax"
+    compilation_cache_dir: str = DEFAULT_DIR
+
+    def __post_init__(self) -> None:
+        check_types(RuntimeConfig, dataclasses.asdict(self))
+        for name in ("actor_device_ids", "learner_device_ids"):
+            ids = tuple(getattr(self, name))
+            if not ids or len(set(ids)) != len(ids):
+                raise ValueError(f"{name}={list(ids)} must list at least one local device id, "
+                                 f"each once.")
+            object.__setattr__(self, name, ids)  # lists (JSON, ml_collections) become tuples
+        for name in ("num_envs", "unroll_length", "total_env_steps", "queue_size",
+                     "max_nonfinite_updates"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name}={getattr(self, name)!r} must be a positive integer.")
+        for name in ("num_actor_threads", "max_env_restarts"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name}={getattr(self, name)!r} must be a non-negative "
+                                 f"integer{' (0 = auto)' if name == 'num_actor_threads' else ''}.")
+        if self.actor_overlap not in OVERLAP_MODES:
+            raise ValueError(f"actor_overlap={self.actor_overlap!r} must be 'auto', 'on' or "
+                             f"'off'.")
+        if not 0 <= self.seed < 2**30:
+            raise ValueError(f"seed={self.seed!r} must be in [0, 2**30) (EnvPool seeds are "
+                             f"int32 and actors add offsets).")
+        if not self.stall_warning_s > 0:
+            raise ValueError(f"stall_warning_s={self.stall_warning_s!r} must be > 0.")
+        if not (self.join_timeout_s >= 0 and math.isfinite(self.join_timeout_s)):
+            raise ValueError(f"join_timeout_s={self.join_timeout_s!r} must be a non-negative "
+                             f"number.")
+        if self.stop_at_return is not None and not math.isfinite(self.stop_at_return):
+            raise ValueError(f"stop_at_return={self.stop_at_return!r} must be a finite number "
+                             f"or None (off).")
+        carriers = len(self.actor_device_ids) * len(self.learner_device_ids)
+        if self.num_envs % carriers:
+            raise ValueError(
+                f"num_envs={self.num_envs} (per process) must be divisible by actor devices x "
+                f"learner devices ({len(self.actor_device_ids)} x "
+                f"{len(self.learner_device_ids)}): each actor device steps an equal share, and "
+                f"each rollout is split along the environment axis across the learners.")
+        if self.num_actor_threads > 0:
+            self.envs_per_thread  # noqa: B018 - raises naming the split that does not divide
+            if self.actor_overlap == "on" and self.envs_per_thread < 2:
+                raise ValueError(f"actor_overlap='on' needs >= 2 envs per actor thread (two "
+                                 f"half-pools); num_envs={self.num_envs} over "
+                                 f"{self.num_actor_threads} thread(s) x "
+                                 f"{len(self.actor_device_ids)} actor device(s) gives "
+                                 f"{self.envs_per_thread}.")
 
     @property
-    def batch_envs(self) -> int:
-        """Environments per update over all hosts (every host runs the same layout)."""
-        return (len(self.actor_device_ids) * self.num_actor_threads * self.num_envs
-                * jax.process_count())
+    def envs_per_thread(self) -> int:
+        """Environments each actor thread steps (the layout must be resolved)."""
+        threads = len(self.actor_device_ids) * self.num_actor_threads
+        if threads < 1:
+            raise ValueError("num_actor_threads=0 (auto) is not resolved yet: "
+                             "sebulba.layout.resolve(config) first.")
+        per_thread, rest = divmod(self.num_envs, threads)
+        if rest or per_thread % len(self.learner_device_ids):
+            raise ValueError(
+                f"num_actor_threads={self.num_actor_threads}: num_envs={self.num_envs} (per "
+                f"process) does not split into {threads} actor thread(s) "
+                f"({len(self.actor_device_ids)} actor device(s) x {self.num_actor_threads}) of "
+                f"whole env columns for {len(self.learner_device_ids)} learner device(s); "
+                f"choose num_actor_threads so that num_envs / (actor devices x threads) is a "
+                f"multiple of the learner devices, or 0 (auto) to let the layout choose.")
+        return per_thread
 
+    def batch_shape(self, processes: int) -> BatchShape:
+        """The batch an agent is built for, in a job of `processes` processes (the runtime
+        says how many: before joining, the configured count; after, jax's)."""
+        return BatchShape(envs_per_learner=self.num_envs // len(self.learner_device_ids),
+                          unroll_length=self.unroll_length,
+                          learner_devices=len(self.learner_device_ids), processes=processes,
+                          on_policy=self.synchronous)
 
-def validate_runtime_config(rc: RuntimeConfig, num_processes: int | None = None) -> None:
-    """Raises ConfigError (a ValueError) naming the field, the bad value and what is allowed.
-
-    `num_processes` defaults to jax.process_count(); pass it to validate before joining a
-    multi-host job (the first device query would come too early).
-    """
-    check_types(RuntimeConfig, dataclasses.asdict(rc))
-    for name in ("num_envs", "unroll_length", "total_env_steps", "queue_size",
-                 "max_nonfinite_updates"):
-        positive_int(name, getattr(rc, name))
-    # 0 = auto: sebulba.layout chooses from the cores (train resolves it; experiments earlier).
-    non_negative("num_actor_threads", rc.num_actor_threads, integer=True)
-    require(isinstance(rc.compilation_cache_dir, str), "compilation_cache_dir",
-            rc.compilation_cache_dir, "must be a path, or \"\" to turn the cache off.")
-    non_negative("max_env_restarts", rc.max_env_restarts, integer=True)
-    require(rc.actor_overlap in ("auto", "on", "off"), "actor_overlap", rc.actor_overlap,
-            "must be 'auto', 'on' or 'off'.")
-    require(rc.actor_overlap != "on" or rc.num_envs >= 2, "actor_overlap", rc.actor_overlap,
-            f"needs num_envs >= 2 per actor thread (two half-pools); num_envs={rc.num_envs}.")
-    require(0 <= rc.seed < 2**30, "seed", rc.seed, "must be in [0, 2**30) (EnvPool seeds are "
-            "int32 and actors add offsets).")
-    require(rc.stall_warning_s > 0, "stall_warning_s", rc.stall_warning_s, "must be > 0.")
-    non_negative("join_timeout_s", rc.join_timeout_s)
-    require(rc.stop_at_return is None or math.isfinite(rc.stop_at_return), "stop_at_return",
-            rc.stop_at_return, "must be a finite number or None (off).")
-    for name in ("actor_device_ids", "learner_device_ids"):
-        ids = getattr(rc, name)
-        require(len(ids) > 0 and len(set(ids)) == len(ids), name, list(ids),
-                "must list at least one local device id, each once.")
-    try:
-        check_env_split(rc.num_envs, rc.learner_device_ids)
-    except ValueError as e:
-        raise ConfigError(str(e)) from None
-    processes = jax.process_count() if num_processes is None else num_processes
-    per_update = (len(rc.actor_device_ids) * rc.num_actor_threads * rc.num_envs * processes
-                  * rc.unroll_length)
-    # Update counters and learning-rate schedules count in int32 on the device.
-    require(rc.total_env_steps // max(per_update, 1) < 2**31, "total_env_steps",
-            rc.total_env_steps, f"is too large: at {per_update} steps per update it needs "
-            f">= 2**31 updates (int32 counters); use fewer steps or bigger batches.")
+    def plan(self, processes: int) -> UpdatePlan:
+        """The run's update counts in a job of `processes` processes."""
+        return self.batch_shape(processes).plan(self.total_env_steps)

@@ -17,7 +17,7 @@ from typing import Any, Callable
 import jax
 import jax.numpy as jnp
 
-from sebulba.agent import Agent, PyTree, Rollout
+from podracer.agent import Agent, PyTree, Rollout
 
 
 def abstract_rollout(agent: Agent, actor_params: PyTree, example_obs: PyTree, T: int, B: int,

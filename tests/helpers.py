@@ -25,7 +25,7 @@ import numpy as np
 from gymnasium import spaces
 
 import networks
-from sebulba.agent import Rollout
+from podracer.agent import Rollout
 from sebulba.learner import make_learn_fn, place_learner_state
 from sebulba.topology import make_topology
 
@@ -85,7 +85,7 @@ def build_agent(config, num_envs: int = 1, num_updates: int | None = None):
 def save_state(directory, state, experiment: str, config: dict) -> None:
     """Saves `state` as a checkpoint of update 0 whose metadata names `experiment` and holds
     `config` (a JSON dict) as the run's config."""
-    from sebulba import checkpoint
+    from podracer import checkpoint
     ckpt = checkpoint.Checkpointer(str(directory), metadata={"experiment": experiment,
                                                              "config": config})
     ckpt.close(checkpoint.Progress(state, 0, 0))
@@ -94,7 +94,7 @@ def save_state(directory, state, experiment: str, config: dict) -> None:
 def restore_run(run_dir: str):
     """Restores a run's newest checkpoint (a checkpoint.Progress) into the learner state its
     saved config builds."""
-    from sebulba import checkpoint
+    from podracer import checkpoint
     meta = checkpoint.load_metadata(run_dir)
     config = checkpoint.config_from_metadata(meta)
     _, agent, obs = build_agent(config, num_updates=1)
@@ -134,6 +134,10 @@ def agent_with(transform, name: str = "impala"):
 
 ACTIONS = 3
 # One action space per policy head: categorical, tanh-squashed Gaussian, mixed (Dict).
+# IMPALA's optimiser constants for a 640-sample gradient step (cleanba's, by the rule of
+# agents/impala/config.py): for tests that build IMPALA with make_agent, without a batch.
+IMPALA_640 = {"rmsprop_eps": (0.01 / 640) ** 2, "max_grad_norm": 40.0 / 640}
+
 ACTION_SPACES = {
     "discrete": spaces.Discrete(ACTIONS),
     "tanh": spaces.Box(-1.0, 2.0, (2,)),

@@ -1,11 +1,9 @@
-"""IMPALA (Espeholt et al. 2018): V-trace actor-critic on the Sebulba runtime.
+"""IMPALA (Espeholt et al. 2018): V-trace actor-critic, for either runtime.
 
 `SPEC` is the agent's builder contract (agents/builders.py): the experiments build IMPALA by
 name through it; `make_agent` builds it directly (tests, scripts).
 """
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
 
 import flax.linen as nn
 import jax
@@ -15,10 +13,8 @@ from agents import acting, evaluation, minibatches, normalization
 from agents.builders import AgentSpec
 from agents.impala.config import ImpalaConfig
 from agents.impala.learning import LearnerState, make_learn_step, make_optimizer
-from sebulba.agent import Agent
-
-if TYPE_CHECKING:
-    from sebulba.runtime_config import RuntimeConfig
+from podracer.agent import Agent
+from podracer.batch import BatchShape
 
 
 def make_agent(network: nn.Module, cfg: ImpalaConfig, num_updates: int,
@@ -26,7 +22,14 @@ def make_agent(network: nn.Module, cfg: ImpalaConfig, num_updates: int,
     """Builds the IMPALA agent for an actor-critic `network` (networks.ActorCritic: policy
     params for `network.dist`, value; or networks.RecurrentActorCritic, docs/recurrent.md).
     `batch_envs` (env columns per update, all hosts) is needed only for `cfg.reward_scaling`.
+    `cfg.rmsprop_eps` and `cfg.max_grad_norm` must be numbers: `build` sets them from the batch
+    (`cfg.resolve`) when they are None.
     """
+    if not cfg.resolved:
+        raise ValueError(f"rmsprop_eps={cfg.rmsprop_eps} and max_grad_norm={cfg.max_grad_norm}: "
+                         f"None means the rule from the minibatch size, which needs the batch; "
+                         f"build through agents.impala.build(network, cfg, batch, num_updates) "
+                         f"or resolve them first (cfg.resolve(samples_per_gradient_step)).")
     optimizer, lr = make_optimizer(cfg, num_updates)
 
     def init(key: jax.Array, obs) -> LearnerState:
@@ -39,21 +42,38 @@ def make_agent(network: nn.Module, cfg: ImpalaConfig, num_updates: int,
                  actor_step=acting.make_actor_step(network, cfg),
                  learn_step=make_learn_step(network, cfg, optimizer, lr),
                  initial_core_state=acting.initial_core_state(network),
-                 greedy_step=evaluation.make_greedy_step(network, cfg.obs_clip))
+                 greedy_step=evaluation.make_greedy_step(network))
 
 
-def build(network: nn.Module, cfg: ImpalaConfig, runtime: "RuntimeConfig",
-          num_updates: int) -> Agent:
-    """The builder contract (agents/builders.py): `make_agent` for the run's layout."""
-    return make_agent(network, cfg, num_updates, batch_envs=runtime.batch_envs)
+def samples_per_step(cfg: ImpalaConfig, batch: BatchShape) -> int:
+    """Samples of one gradient step: the update's samples over `num_minibatches`."""
+    return batch.samples // cfg.num_minibatches
 
 
-def check_minibatches(cfg: ImpalaConfig, runtime: "RuntimeConfig", network_config) -> None:
+def build(network: nn.Module, cfg: ImpalaConfig, batch: BatchShape, num_updates: int) -> Agent:
+    """The builder contract (agents/builders.py): `make_agent` for the run's batch, with
+    the clip and RMSProp epsilon of its minibatch size where the config leaves them None."""
+    return make_agent(network, cfg.resolve(samples_per_step(cfg, batch)), num_updates,
+                      batch_envs=batch.batch_envs)
+
+
+def check_minibatches(cfg: ImpalaConfig, batch: BatchShape, network_config) -> None:
     """Fails before any thread starts when each learner device's env columns do not split
     into `num_minibatches` minibatches."""
-    minibatches.require_divisible(cfg.num_minibatches, minibatches.envs_per_learner(runtime))
+    minibatches.require_divisible(cfg.num_minibatches, batch.envs_per_learner)
 
 
-SPEC = AgentSpec("impala", build, ImpalaConfig, checks=(check_minibatches,))
+def describe(cfg: ImpalaConfig, batch: BatchShape) -> str:
+    """How IMPALA splits the batch, and the constants the minibatch size sets."""
+    n = samples_per_step(cfg, batch)
+    r = cfg.resolve(n)
+    rule = (" (40/n and (0.01/n)^2, cleanba's values for our per-sample mean)"
+            if not cfg.resolved else "")
+    return (f"IMPALA: {cfg.num_minibatches} gradient step(s) per update of n = {n} samples; "
+            f"max_grad_norm {r.max_grad_norm:.6g}, rmsprop_eps {r.rmsprop_eps:.6g}{rule}")
 
-__all__ = ["ImpalaConfig", "LearnerState", "SPEC", "build", "check_minibatches", "make_agent"]
+
+SPEC = AgentSpec("impala", build, ImpalaConfig, checks=(check_minibatches,), describe=describe)
+
+__all__ = ["ImpalaConfig", "LearnerState", "SPEC", "build", "check_minibatches", "describe",
+           "make_agent", "samples_per_step"]

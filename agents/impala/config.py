@@ -8,13 +8,14 @@ arXiv:1802.01561).
 
 Loss scale: our losses are per-sample means; [C] and [S] sum the loss over each minibatch
 (640 samples in [C]: 32 envs x 20 steps). RMSProp's epsilon and the clipping norm are absolute
-gradient sizes, so the reference values are divided by 640 here (epsilon also squared: optax
-adds it inside the square root, [C] outside). With the reference values taken literally
-(eps 0.01, clip 40) on a mean loss, the median parameter's step was ~1% (Nature CNN) to ~11%
-(ResNet) of RMSProp's normalised step (measured on Pong frames at init; docs/results.md).
-For another minibatch of n samples per gradient step (envs x unroll_length / num_minibatches),
-the same reference values are 40 / n and (0.01 / n) ** 2: experiments/configs/impala_atari.py
-sets them so for its default (n = 640 on a 16-core host) and `:cpu` (n = 80).
+gradient sizes, so the reference values must be divided by the samples n of a gradient step
+(epsilon also squared: optax adds it inside the square root, [C] outside). One rule, applied
+wherever the minibatch size is set: with `rmsprop_eps` and `max_grad_norm` left at None (the
+default), the builder sets them to (0.01 / n) ** 2 and 40 / n, where n = samples per update /
+num_minibatches (the batch is the config's: BatchShape.samples); a number given is kept.
+With the reference values taken literally (eps 0.01, clip 40) on a mean loss, the median
+parameter's step was ~1% (Nature CNN) to ~11% (ResNet) of RMSProp's normalised step (measured
+on Pong frames at init; docs/results.md).
 """
 from __future__ import annotations
 
@@ -37,11 +38,12 @@ class ImpalaConfig:
     num_minibatches: int = 1       # gradient steps per update, each on 1/M of every learner
                                    # device's env columns (the lr stays the update's); [C] 4
     rmsprop_decay: float = 0.99    # [C] decay; [S] decay
-    rmsprop_eps: float = (0.01 / 640) ** 2  # [C] eps=0.01 outside the sqrt on a 640-sample
-                                   # summed loss; here inside the sqrt of a mean (docstring)
+    rmsprop_eps: float | None = None  # None: (0.01 / n) ** 2 for n samples per gradient step,
+                                   # [C]'s eps=0.01 outside the sqrt of a loss summed over its
+                                   # minibatch, inside ours of a mean (docstring); or as given
     adam_eps: float = 1e-8         # optax default (optimizer="adam" only)
-    max_grad_norm: float = 40.0 / 640  # global-norm clipping, 0 disables; [C] 40 on a
-                                   # 640-sample summed loss (docstring)
+    max_grad_norm: float | None = None  # global-norm clipping; None: 40 / n, [C]'s 40 on a
+                                   # summed loss (docstring); 0 disables; or as given
     obs_norm: bool = False         # normalise observations by running mean/std (learner stats)
     obs_clip: float = 10.0         # clip normalised observations to [-c, c]; 0 disables
     reward_scaling: bool = False   # divide rewards by the running std of the discounted return
@@ -60,7 +62,23 @@ class ImpalaConfig:
         for name in ("clip_rho", "clip_pg_rho", "learning_rate"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name}={getattr(self, name)} must be positive.")
-        for name in ("baseline_cost", "entropy_cost", "reward_clip", "max_grad_norm",
-                     "obs_clip"):
+        for name in ("baseline_cost", "entropy_cost", "reward_clip", "obs_clip"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name}={getattr(self, name)} must be >= 0.")
+        for name in ("max_grad_norm", "rmsprop_eps"):
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                raise ValueError(f"{name}={value} must be >= 0, or None (the rule from the "
+                                 f"minibatch size).")
+
+    def resolve(self, samples_per_step: int) -> "ImpalaConfig":
+        """The config with `rmsprop_eps` and `max_grad_norm` set by the rule of the module
+        docstring for `samples_per_step` samples per gradient step, where they are None."""
+        n = samples_per_step
+        return dataclasses.replace(
+            self, rmsprop_eps=(0.01 / n) ** 2 if self.rmsprop_eps is None else self.rmsprop_eps,
+            max_grad_norm=40.0 / n if self.max_grad_norm is None else self.max_grad_norm)
+
+    @property
+    def resolved(self) -> bool:
+        return self.rmsprop_eps is not None and self.max_grad_norm is not None

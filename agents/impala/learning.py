@@ -14,7 +14,7 @@ from agents.impala.config import ImpalaConfig
 from agents.impala.losses import vtrace_loss
 from agents.normalization import NormState, preprocess
 from agents.unroll import apply_time_major, drop_last
-from sebulba.agent import Rollout
+from podracer.agent import Rollout
 
 
 class LearnerState(NamedTuple):

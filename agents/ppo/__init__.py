@@ -1,12 +1,10 @@
-"""PPO (Schulman et al. 2017) on the Sebulba runtime: on-policy, or importance-corrected with
-V-trace (Espeholt et al. 2018) when actors run ahead of the learner. See docs/ppo.md.
+"""PPO (Schulman et al. 2017), for either runtime: on-policy, or importance-corrected with
+V-trace (Espeholt et al. 2018) when Sebulba's actors run ahead of the learner. See docs/ppo.md.
 
 `SPEC` is the agent's builder contract (agents/builders.py), with its config check
 (agents/ppo/checks.py); `make_agent` builds it directly (tests, scripts).
 """
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
 
 import flax.linen as nn
 import jax
@@ -17,10 +15,8 @@ from agents.builders import AgentSpec
 from agents.ppo.checks import check_minibatches
 from agents.ppo.config import PPOConfig
 from agents.ppo.learning import LearnerState, ValueNorm, make_learn_step, make_optimizer
-from sebulba.agent import Agent
-
-if TYPE_CHECKING:
-    from sebulba.runtime_config import RuntimeConfig
+from podracer.agent import Agent
+from podracer.batch import BatchShape
 
 
 def make_agent(network: nn.Module, cfg: PPOConfig, num_updates: int,
@@ -49,17 +45,26 @@ def make_agent(network: nn.Module, cfg: PPOConfig, num_updates: int,
                  actor_step=acting.make_actor_step(network, cfg, keep_policy=True,
                                                    keep_value=True),
                  learn_step=learn_step, initial_core_state=acting.initial_core_state(network),
-                 greedy_step=evaluation.make_greedy_step(network, cfg.obs_clip))
+                 greedy_step=evaluation.make_greedy_step(network))
 
 
-def build(network: nn.Module, cfg: PPOConfig, runtime: "RuntimeConfig",
-          num_updates: int) -> Agent:
+def build(network: nn.Module, cfg: PPOConfig, batch: BatchShape, num_updates: int) -> Agent:
     """The builder contract (agents/builders.py): correction="auto" resolved for the run's
-    mode (synchronous or not), then `make_agent` for its layout."""
-    return make_agent(network, cfg.resolve(runtime.synchronous), num_updates,
-                      batch_envs=runtime.batch_envs)
+    data (on-policy or not), then `make_agent` for its batch."""
+    return make_agent(network, cfg.resolve(batch.on_policy), num_updates,
+                      batch_envs=batch.batch_envs)
 
 
-SPEC = AgentSpec("ppo", build, PPOConfig, checks=(check_minibatches,))
+def describe(cfg: PPOConfig, batch: BatchShape) -> str:
+    """How PPO splits the batch into gradient steps."""
+    n = batch.samples // cfg.num_minibatches
+    what = "env columns of T steps" if cfg.minibatch_axis == "env" else "shuffled steps"
+    return (f"PPO: {cfg.num_epochs} epoch(s) x {cfg.num_minibatches} minibatch(es) of n = {n} "
+            f"samples ({what}) = {cfg.num_epochs * cfg.num_minibatches} gradient steps per "
+            f"update; correction {cfg.resolve(batch.on_policy).correction!r}")
 
-__all__ = ["LearnerState", "PPOConfig", "SPEC", "build", "check_minibatches", "make_agent"]
+
+SPEC = AgentSpec("ppo", build, PPOConfig, checks=(check_minibatches,), describe=describe)
+
+__all__ = ["LearnerState", "PPOConfig", "SPEC", "build", "check_minibatches", "describe",
+           "make_agent"]

@@ -13,7 +13,7 @@ from agents.ppo.config import PPOConfig
 
 if TYPE_CHECKING:
     from networks import NetworkConfig
-    from sebulba.runtime_config import RuntimeConfig
+    from podracer.batch import BatchShape
 
 
 def require_whole_sequences(minibatch_axis: str, lstm_size: int | None) -> None:
@@ -35,13 +35,13 @@ def require_divisible(num_minibatches: int, per_learner: int, minibatch_axis: st
     minibatches.require_divisible(num_minibatches, per_learner, what)
 
 
-def check_minibatches(cfg: PPOConfig, runtime: RuntimeConfig,
+def check_minibatches(cfg: PPOConfig, batch: BatchShape,
                       network_config: NetworkConfig) -> None:
     """Fails before any thread starts when the env columns (or, with
     minibatch_axis="sample", the steps) do not split into minibatches, or when a recurrent
     network (network_config.lstm_size > 0) is asked for minibatches of single steps."""
     require_whole_sequences(cfg.minibatch_axis, network_config.lstm_size)
-    per_learner = minibatches.envs_per_learner(runtime)
+    per_learner = batch.envs_per_learner
     if cfg.minibatch_axis == "sample":
-        per_learner *= runtime.unroll_length
+        per_learner *= batch.unroll_length
     require_divisible(cfg.num_minibatches, per_learner, cfg.minibatch_axis)

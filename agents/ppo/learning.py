@@ -39,7 +39,7 @@ from agents.ppo.config import PPOConfig
 from agents.ppo.losses import gae_targets, ppo_loss, vtrace_targets
 from agents.unroll import apply_time_major, drop_last
 from networks import is_recurrent
-from sebulba.agent import Rollout
+from podracer.agent import Rollout
 
 _VAR_FLOOR = 1e-4  # value normaliser: std >= 0.01, so tiny-return tasks do not blow up
 

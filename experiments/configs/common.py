@@ -2,33 +2,46 @@
 
 Each experiment config (flax-examples style `get_config()`) builds its ConfigDict from these
 and then sets only what differs. Every section is generated from its dataclass
-(experiments/wiring/schema.py lists them), so a field means the same in every config and its
+(experiments/wiring/sections.py lists them), so a field means the same in every config and its
 default and comment live in one place: that dataclass.
 """
 import ml_collections
 
-from experiments.wiring import schema
+from anakin.runtime import AnakinConfig
+from experiments.wiring.run_config import RunConfig
 from networks import NetworkConfig
-from sebulba.distributed import DistributedConfig
+from podracer.distributed import DistributedConfig
+from podracer.logging import WandbConfig
+from podracer.schema import config_dict
 from sebulba.envs import EnvConfig
 from sebulba.runtime_config import RuntimeConfig
 
 
 def runtime_fields(config: ml_collections.ConfigDict) -> None:
     """The top-level fields every experiment config has, with their defaults and comments in
-    one place each: the runtime (sebulba.runtime_config.RuntimeConfig), the run (RunConfig: agent,
-    run dir, checkpoints, evaluation, console), `config.distributed`
-    (sebulba.distributed.DistributedConfig) and `config.wandb` (WandbConfig)."""
-    config.update(schema.config_dict(RuntimeConfig()))
-    config.update(schema.config_dict(schema.RunConfig()))
-    config.distributed = schema.config_dict(DistributedConfig())
-    config.wandb = schema.config_dict(schema.WandbConfig())
+    one place each: the Sebulba runtime (sebulba.runtime_config.RuntimeConfig), the run
+    (experiments/wiring/run_config.py: agent, runtime, run dir, checkpoints, evaluation,
+    console), `config.distributed` (podracer.distributed.DistributedConfig) and `config.wandb`
+    (podracer.logging.WandbConfig)."""
+    config.update(config_dict(RuntimeConfig()))
+    config.update(config_dict(RunConfig()))
+    config.distributed = config_dict(DistributedConfig())
+    config.wandb = config_dict(WandbConfig())
+
+
+def anakin_fields(config: ml_collections.ConfigDict) -> None:
+    """The Anakin runtime's own top-level fields (anakin.runtime.AnakinConfig), for a config
+    that runs on it; the fields both runtimes read (seed, num_envs, unroll_length, ...) come
+    from `runtime_fields`."""
+    for key, value in config_dict(AnakinConfig()).items():
+        if key not in config:
+            config[key] = value
 
 
 def atari_env(name: str = "Breakout-v5") -> ml_collections.ConfigDict:
     """EnvPool Atari settings (sebulba.envs.EnvConfig's defaults: the Machado et al. 2018
     protocol's sticky actions; evaluation plays whole games)."""
-    return schema.config_dict(EnvConfig(name=name))
+    return config_dict(EnvConfig(name=name))
 
 
 def tiny_atari(config: ml_collections.ConfigDict) -> None:
@@ -53,9 +66,9 @@ def vector_env(name: str) -> ml_collections.ConfigDict:
 
 def network_fields(torso: str, shared_torso: bool) -> ml_collections.ConfigDict:
     """The actor-critic network section (networks.NetworkConfig documents each field)."""
-    return schema.config_dict(NetworkConfig(torso=torso, shared_torso=shared_torso))
+    return config_dict(NetworkConfig(torso=torso, shared_torso=shared_torso))
 
 
 def agent_fields(defaults) -> ml_collections.ConfigDict:
     """The agent's frozen dataclass defaults as a ConfigDict (one source of truth)."""
-    return schema.config_dict(defaults)
+    return config_dict(defaults)

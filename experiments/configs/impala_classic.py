@@ -17,6 +17,9 @@ from agents.impala.config import ImpalaConfig
 from experiments.configs.common import agent_fields, network_fields, runtime_fields, vector_env
 
 
+VARIANTS = ("default", "debug")
+
+
 def get_config(variant: str = "default") -> ml_collections.ConfigDict:
     config = ml_collections.ConfigDict()
     runtime_fields(config)
@@ -34,5 +37,5 @@ def get_config(variant: str = "default") -> ml_collections.ConfigDict:
         config.total_env_steps = 2_048
         config.console_every_s = 0.0
     elif variant != "default":
-        raise ValueError(f"unknown variant {variant!r}; allowed: 'default', 'debug'.")
+        raise ValueError(f"unknown variant {variant!r}; allowed: {VARIANTS}.")
     return config

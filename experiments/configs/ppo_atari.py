@@ -1,15 +1,18 @@
 """PPO on EnvPool Atari. Variants: `:sync` (on-policy), `:cpu` (sized for a CPU), `:cleanrl`
-(cleanrl ppo_atari_envpool.py's exact setting, whose published curves docs/results.md compares
-with), `:debug` (tiny, seconds on a CPU).
+(cleanrl ppo_atari_envpool.py's setting, field by field: tests/experiments/
+test_reference_settings.py; whose published curves docs/results.md compares with), `:debug`
+(tiny, seconds on a CPU).
 
 Agent hyperparameters and their sources are in agents/ppo/config.py (PPO paper Table 5, cleanrl
-ppo_atari_envpool.py, cleanba cleanba_ppo.py). Runtime layout follows cleanba's PPO (2 actor
-threads x 64 envs, unroll 128, IMPALA ResNet torso); the env section matches impala_atari.py so
-the two agents are compared on the same task. The default is asynchronous (actors run ahead and
-agent.correction="auto" corrects the lag with V-trace), as cleanba runs its PPO, with cleanba's
-budget (50M agent steps = 200M frames, the span of the learning-rate decay; cleanrl's 10M with
-this 16384-sample batch made only 610 updates, 1/16 of cleanrl's 9765) and evaluation protocol
-(impala_atari.reference_protocol). docs/results.md compares every default with its source.
+ppo_atari_envpool.py, cleanba cleanba_ppo.py). The batch follows cleanba's PPO: 128 envs per
+process (its 2 actor threads x 64) x 128 steps = 16384 samples per update, 4 epochs x 4
+minibatches, with the IMPALA ResNet torso; the env section matches impala_atari.py so the two
+agents are compared on the same task, with cleanba's budget (50M agent steps = 200M frames, the
+span of the learning-rate decay) and evaluation protocol (impala_atari.reference_protocol).
+The default is asynchronous: actors run ahead and `agent.correction="auto"` corrects the lag
+with V-trace (this codebase's choice, docs/ppo.md). cleanba_ppo.py at the cited commit runs
+synchronously by default (`concurrency=False`); `:sync` is that mode. docs/results.md compares
+every default with its source.
 """
 import ml_collections
 
@@ -29,8 +32,8 @@ def cpu_ppo(config: ml_collections.ConfigDict) -> None:
     7-9): ~4 min compiling, then 35-70 steps/s; PPO's 4 epochs make it ~4x slower than
     IMPALA's :cpu (~150-190 steps/s on the same machine, 415 quiet)."""
     config.network.torso = "nature_cnn"
-    config.num_actor_threads = 2       # explicit (not auto): a batch of 2 x 16 x 32 = 1024,
-    config.num_envs = 16               # cleanrl's 8 envs x 128 steps
+    config.num_envs = 32               # x 32 steps: a batch of 1024, cleanrl's 8 envs x 128 steps
+    config.num_actor_threads = 2       # 2 threads x 16 envs: the layout measured on 2 cores
     config.unroll_length = 32
     config.total_env_steps = 2_000_000
     config.agent.loop = "unroll"
@@ -67,7 +70,7 @@ def get_config(variant: str = "default") -> ml_collections.ConfigDict:
     runtime_fields(config)
     config.agent_name = "ppo"
     config.num_actor_threads = 0       # auto: from the CPU cores (sebulba/layout.py)
-    config.num_envs = 64
+    config.num_envs = 128              # cleanba's 2 actor threads x 64 envs, per process
     config.unroll_length = 128
     config.total_env_steps = 50_000_000  # cleanba total_timesteps (200M frames)
     config.env = atari_env("Breakout-v5")

@@ -14,9 +14,12 @@ from agents.ppo.config import PPOConfig
 from experiments.configs.common import agent_fields, network_fields, runtime_fields, vector_env
 
 
+VARIANTS = ("default", "sync", "debug")
+
+
 def get_config(variant: str = "default") -> ml_collections.ConfigDict:
-    if variant not in ("default", "sync", "debug"):
-        raise ValueError(f"unknown variant {variant!r}; allowed: 'default', 'sync', 'debug'.")
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown variant {variant!r}; allowed: {VARIANTS}.")
     config = ml_collections.ConfigDict()
     runtime_fields(config)
     config.agent_name = "ppo"

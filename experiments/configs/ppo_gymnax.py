@@ -16,17 +16,21 @@ per update.
 import ml_collections
 
 from agents.ppo.config import PPOConfig
-from experiments.configs.common import agent_fields, network_fields, runtime_fields, vector_env
+from experiments.configs.common import (agent_fields, anakin_fields, network_fields,
+                                        runtime_fields, vector_env)
+
+
+VARIANTS = ("default", "debug")
 
 
 def get_config(variant: str = "default") -> ml_collections.ConfigDict:
-    if variant not in ("default", "debug"):
-        raise ValueError(f"unknown variant {variant!r}; allowed: 'default', 'debug'.")
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown variant {variant!r}; allowed: {VARIANTS}.")
     config = ml_collections.ConfigDict()
     runtime_fields(config)
     config.agent_name = "ppo"
+    anakin_fields(config)
     config.runtime = "anakin"          # anakin (JAX-native envs) | sebulba (EnvPool envs)
-    config.updates_per_call = 1        # anakin: updates fused into one compiled call
     config.synchronous = True          # on-policy (Anakin always is)
     config.num_actor_threads = 1
     config.num_envs = 64               # anakin: envs per process, split over the devices

@@ -1,15 +1,16 @@
 """The wiring: an experiment config -> checked sections -> network -> agent -> a runtime's run.
 
-It lives above the runtimes: `sebulba/` and `anakin/` import neither `agents` nor `networks`;
-this package is where the three meet (docs/architecture.md).
+It lives above the runtimes: `sebulba/` and `anakin/` import neither `agents` nor `networks`
+nor each other; this package is where they meet (docs/architecture.md).
 
-- schema.py: one dataclass per config section and the ml_collections defaults made from them;
-- sections.py: `read(config)`, every rule checked once, before anything is built;
+- sections.py: `read(config)`, every section read (podracer.schema) and every rule checked
+  once, before anything is built; run_config.py: the run section (`RunConfig`);
+- runtimes.py: what a runtime's driver gives a run (sebulba_runtime.py, anakin_runtime.py);
 - build.py: `build_network`, `build_agent`, `build_from_config` (every entry point, script and
   test builds through these);
-- run.py / anakin.py: a whole run on the Sebulba / Anakin runtime; session.py: what both
-  share (restore, run dir, logger, checkpointer, summary);
-- evaluation.py: the periodic evaluation hook.
+- run.py: a whole run, one sequence for both runtimes; session.py: restore, run dir, logger,
+  checkpointer, config.json, summary.json, the exits; evaluation.py: the periodic evaluation;
+- command_line.py, user_modules.py: `--config`, `--import` and the one-line user errors.
 """
 from __future__ import annotations
 
@@ -19,25 +20,24 @@ import ml_collections
 
 from experiments.wiring.build import build_agent, build_from_config, build_network
 from experiments.wiring.run import run
+from experiments.wiring.run_config import RUNTIMES, RunConfig
+from experiments.wiring.sections import DRIVERS, Sections, agent_spec, read
 from experiments.wiring.session import exit_on_lost_peer, make_run_dir
-from experiments.wiring.schema import RunConfig, WandbConfig, config_dict
-from experiments.wiring.sections import RUNTIMES, Sections, agent_spec, read, resolve_layout
-
 
 def cli(run_fn: Callable[[ml_collections.ConfigDict], Any], default_config: str) -> None:
     """Command-line entry: `--config=file.py[:variant]` plus `--config.x=y` overrides.
 
     Also `--import MODULE` (repeatable; user modules that register envs, torsos, agents) and
     `--verbose`. A user error (config, checkpoint, --import) prints one message and exits 2;
-    `--verbose` or SEBULBA_VERBOSE=1 shows its traceback (sebulba/command_line.py).
+    `--verbose` or SEBULBA_VERBOSE=1 shows its traceback (experiments/wiring/command_line.py).
 
     The flags are defined here, when a script runs, not at import: several experiment modules
     can then be imported side by side (tests, sweeps) without clashing absl flags.
     """
-    from sebulba import command_line
+    from experiments.wiring import command_line
     command_line.run(run_fn, default_config)
 
 
-__all__ = ["RUNTIMES", "RunConfig", "Sections", "WandbConfig", "agent_spec", "build_agent",
-           "build_from_config", "build_network", "cli", "config_dict", "exit_on_lost_peer",
-           "make_run_dir", "read", "resolve_layout", "run"]
+__all__ = ["DRIVERS", "RUNTIMES", "RunConfig", "Sections", "agent_spec", "build_agent",
+           "build_from_config", "build_network", "cli", "exit_on_lost_peer", "make_run_dir",
+           "read", "run"]

@@ -3,7 +3,7 @@
 The experiments, scripts/evaluate.py and render.py, the benchmark and the tests all build
 through `build_from_config` (or its two halves), so a network or an agent is assembled the
 same way everywhere. The agent's builder has one contract (agents/builders.py):
-`spec.build(network, agent_config, runtime, num_updates)`.
+`spec.build(network, agent_config, batch, num_updates)`, `batch` the runtime's BatchShape.
 """
 from __future__ import annotations
 
@@ -14,8 +14,9 @@ import ml_collections
 import networks
 from agents import schedules
 from experiments.wiring.sections import Sections, read
-from sebulba.agent import Agent
-from sebulba.validation import ConfigError
+from podracer.agent import Agent
+from podracer.batch import BatchShape
+from podracer.validation import ConfigError
 
 
 def build_network(sections: Sections, action_space) -> Any:
@@ -27,17 +28,19 @@ def build_network(sections: Sections, action_space) -> Any:
         raise ValueError(f"{sections.env.name}: {e}") from None
 
 
-def build_agent(sections: Sections, network, num_updates: int | None = None) -> Agent:
-    """The agent `sections.spec` names, for `network`. `num_updates` is the learning-rate
-    schedule's horizon, an int or an agents.schedules.Horizon (default: the updates a fresh
-    run of this config makes). Call it after
-    the run joined its multi-host job: the runtime's batch size counts every process."""
+def build_agent(sections: Sections, network, num_updates: int | None = None,
+                shape: BatchShape | None = None) -> Agent:
+    """The agent `sections.spec` names, for `network` and the batch `shape` (default: the one
+    read with the config; a run passes the one its runtime gives after joining, which counts
+    every process). `num_updates` is the learning-rate schedule's horizon, an int or an
+    agents.schedules.Horizon (default: the updates a fresh run of this config makes)."""
+    shape = shape or sections.shape
     if num_updates is None:
-        num_updates = sections.runtime.num_updates
+        num_updates = shape.plan(sections.runtime.total_env_steps).num_updates
     # A resumed run's Horizon carries where its decay begins: keep it whole.
     horizon = (num_updates if isinstance(num_updates, schedules.Horizon)
                else schedules.Horizon(num_updates))
-    return sections.spec.build(network, sections.agent, sections.runtime, horizon)
+    return sections.spec.build(network, sections.agent, shape, horizon)
 
 
 def build_from_config(config: ml_collections.ConfigDict | Sections, action_space, *,

@@ -1,11 +1,23 @@
 """A whole experiment config read into typed sections, every rule checked once, up front.
 
-`read(config)` is the one place a ConfigDict is checked: it builds each section's dataclass
-(experiments/wiring/schema.py; each dataclass checks its own fields), then the rules that span
-sections (the agent's `checks`, device ids, the resume path), and raises ConfigError (a
-ValueError) naming the field, the bad value and what is allowed. It builds no env, starts no
-thread and compiles nothing (docs/robustness.md). Everything after it (the network and agent
-builders, the runtime) gets typed sections, not the ConfigDict.
+`read(config)` is the one place a ConfigDict is checked: it reads each section into its
+dataclass (podracer.schema.read_section; each dataclass checks its own fields), resolves the
+runtime's layout, then runs the rules that span sections (the agent's `checks`, against the
+runtime's `BatchShape`) and the checks against the world (device ids, env name, resume path,
+writable run dir, coordinator address), and raises ConfigError naming the field, the bad value
+and what is allowed. It builds no env, starts no thread and compiles nothing
+(docs/robustness.md). Everything after it (the builders, the runtime) gets typed sections.
+
+| section | in the ConfigDict | dataclass | file |
+|---|---|---|---|
+| runtime (Sebulba) | top level | `RuntimeConfig` | sebulba/runtime_config.py |
+| runtime (Anakin) | top level | `AnakinConfig` | anakin/runtime.py |
+| run | top level | `RunConfig` | experiments/wiring/run_config.py |
+| distributed | `config.distributed` | `DistributedConfig` | podracer/distributed.py |
+| wandb | `config.wandb` | `WandbConfig` | podracer/logging.py |
+| env | `config.env` | `EnvConfig` | sebulba/envs.py |
+| network | `config.network` | `NetworkConfig` | networks/config.py |
+| agent | `config.agent` | the agent's `spec.config_cls` | agents/<algo>/config.py |
 """
 from __future__ import annotations
 
@@ -16,37 +28,46 @@ from typing import Any
 import ml_collections
 
 import agents
-from agents import evaluation as eval_players
+from experiments.wiring import anakin_runtime, runtimes, sebulba_runtime
+from experiments.wiring.run_config import RunConfig
 from networks import NetworkConfig
-from sebulba import checkpoint, distributed, envs, layout, topology, validation
-from sebulba.runtime_config import RuntimeConfig, validate_runtime_config
-from sebulba.validation import ConfigError
-from experiments.wiring.schema import (RunConfig, WandbConfig, require_section,
-                                       section_values)
+from podracer import checkpoint, distributed, validation
+from podracer.batch import BatchShape
+from podracer.logging import WandbConfig
+from podracer.schema import read_section, require_section
+from podracer.validation import ConfigError
+from sebulba.envs import EnvConfig
 
-RUNTIMES = ("sebulba", "anakin")
-
+# config.runtime -> the runtime's driver (RunConfig.runtime names one of these).
+DRIVERS: dict[str, runtimes.Driver] = {"sebulba": sebulba_runtime.DRIVER,
+                                       "anakin": anakin_runtime.DRIVER}
 
 @dataclasses.dataclass(frozen=True)
 class Sections:
-    """A checked experiment config, one typed value per section (schema.py's table)."""
+    """A checked experiment config, one typed value per section (the module's table)."""
 
-    runtime: RuntimeConfig             # with an auto (0) num_actor_threads resolved
+    runtime: Any                       # RuntimeConfig (layout resolved) or AnakinConfig
     run: RunConfig
     distributed: distributed.DistributedConfig
     wandb: WandbConfig
-    env: envs.EnvConfig
+    env: EnvConfig
     network: NetworkConfig
     agent: Any                         # an instance of spec.config_cls
     spec: agents.AgentSpec             # the agent's name, builder, config class and checks
+    shape: BatchShape                  # the batch the agent is built for (processes as
+                                       # configured; a run re-reads it after joining)
+    layout: Any = None                 # Sebulba: the resolved layout (sebulba.layout.Layout)
+
+    @property
+    def driver(self) -> runtimes.Driver:
+        """The runtime this config runs on (experiments/wiring/runtimes.py)."""
+        return DRIVERS[self.run.runtime]
 
     @property
     def joins_a_job(self) -> bool:
         """Whether this process will join a multi-host job (then devices are queried only
         after joining)."""
-        dc = self.distributed
-        return dc.mode == "on" or dc.num_processes > 1 or (
-            dc.mode == "auto" and distributed._under_slurm())
+        return distributed.joins_a_job(self.distributed)
 
 
 def agent_spec(config: ml_collections.ConfigDict,
@@ -75,52 +96,42 @@ def read(config: ml_collections.ConfigDict, *, agent: str | agents.AgentSpec | N
 
     `agent`: the entry point's agent (a name or a spec) when the config's `agent_name` is
     empty. `devices`: also check device ids against this host's devices, unless the run joins
-    a multi-host job (devices may not be queried before joining; the run checks them right
-    after). `env_id`: check that env.name is an EnvPool id, a registered env or
-    "gymnasium:<id>" (off for a user env factory, or the Anakin runtime).
+    a multi-host job (devices may not be queried before joining; a run checks them right
+    after, when it builds its devices). `env_id`: check that the runtime knows env.name (off
+    for a user env factory). An auto Sebulba layout is resolved here and written back into
+    `config`, so that config.json and checkpoints record the layout that runs.
     """
     spec = agent_spec(config, agent)
-    dc = validation.build(distributed.DistributedConfig,
-                          section_values(distributed.DistributedConfig,
-                                         config.get("distributed", {"mode": "off"})),
-                          "distributed")
-    if dc.mode != "off" and dc.num_processes > 1:
-        validation.check_coordinator(dc.coordinator_address, dc.process_id)
-    rc = validation.build(RuntimeConfig, section_values(RuntimeConfig, config, False), "")
-    validate_runtime_config(rc, num_processes=dc.num_processes)
-    if rc.num_actor_threads == 0:  # auto: the checks below see the layout that will run
-        rc = dataclasses.replace(rc, num_actor_threads=layout.choose(
-            0, 1, len(rc.actor_device_ids)).actor_threads)
-    run = validation.build(RunConfig, section_values(RunConfig, config, False), "")
-    validation.one_of("runtime", run.runtime, RUNTIMES, "a runtime")
-    validation.one_of("eval_policy", run.eval_policy, eval_players.EVAL_POLICIES,
-                      "an evaluation policy")
-    wandb = validation.build(WandbConfig, section_values(WandbConfig, config.get("wandb", {})),
-                             "wandb")
-    ec = validation.build(envs.EnvConfig, section_values(envs.EnvConfig,
-                                                         require_section(config, "env")), "env")
-    if env_id:
-        try:
-            envs.check_env_id(ec.name)
-        except ValueError as e:
-            raise ConfigError(f"env.name={ec.name!r}: {e}") from None
-    net = validation.build(NetworkConfig, section_values(NetworkConfig,
-                                                         require_section(config, "network")),
-                           "network")
-    agent_cfg = validation.build(spec.config_cls,
-                                 section_values(spec.config_cls, require_section(config, "agent")),
-                                 "agent")
+    run = read_section(RunConfig, config, "", whole=False)
+    dc = read_section(distributed.DistributedConfig,
+                      config.get("distributed", {"mode": "off"}), "distributed")
+    wandb = read_section(WandbConfig, config.get("wandb", {}), "wandb")
+    env = read_section(EnvConfig, require_section(config, "env"), "env")
+    driver = DRIVERS[run.runtime]
+    rt, env, layout = driver.read(config, env)
+    net = read_section(NetworkConfig, require_section(config, "network"), "network")
+    agent_cfg = read_section(spec.config_cls, require_section(config, "agent"), "agent")
+    try:
+        shape = rt.batch_shape(dc.num_processes)
+        rt.plan(dc.num_processes)  # int32 update counters
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
     for check in spec.checks:
         try:
-            check(agent_cfg, rc, net)
+            check(agent_cfg, shape, net)
         except ConfigError:
             raise
         except ValueError as e:  # an agent's own rule (e.g. PPO's minibatches): a user error
             raise ConfigError(str(e)) from e
-    sections = Sections(rc, run, dc, wandb, ec, net, agent_cfg, spec)
+    sections = Sections(rt, run, dc, wandb, env, net, agent_cfg, spec, shape, layout)
+    # The checks against the world, each asked of its owner.
+    if dc.num_processes > 1 and sections.joins_a_job:
+        validation.check_coordinator(dc.coordinator_address, dc.process_id)
+    if env_id:
+        driver.check_env(env, sections.joins_a_job)
     _check_resume(run)
     if devices and not sections.joins_a_job:
-        topology.make_topology(rc.actor_device_ids, rc.learner_device_ids, rc.num_envs)
+        driver.check_devices(rt)
     return sections
 
 
@@ -137,23 +148,3 @@ def _check_resume(run: RunConfig) -> None:
             raise ConfigError(f"resume={run.resume!r}: {e}") from None
         run_dir = run_dir or checkpoint.run_dir_of(resolved) or ""
     validation.check_writable_dir("run_dir", run_dir or "runs")
-
-
-def resolve_layout(config: ml_collections.ConfigDict) -> layout.Layout | None:
-    """Fills the auto (0) layout fields of `config` in place, `num_actor_threads` and
-    `env.num_threads` (sebulba/layout.py), and returns the choice (None when a field is not an
-    integer: `read` then names it). In place, so that everything built from the config
-    afterwards (the checks, agent builders that read the batch size, config.json,
-    checkpoints) sees the layout that runs."""
-    threads = config.get("num_actor_threads", 1)
-    env_threads = config.env.get("num_threads", 1) if "env" in config else 1
-    ids = config.get("actor_device_ids", (0,))
-    if not (validation.is_int(threads) and validation.is_int(env_threads)
-            and threads >= 0 and env_threads >= 0 and isinstance(ids, (list, tuple))
-            and len(ids) > 0):
-        return None
-    chosen = layout.choose(threads, env_threads, len(ids))
-    config.num_actor_threads = chosen.actor_threads
-    if "num_threads" in config.env:
-        config.env.num_threads = chosen.env_threads
-    return chosen

@@ -1,7 +1,7 @@
-"""What a run does alike on either runtime once its network exists: the agent for the run's
-learning-rate horizon (re-stretched on resume), the checkpoint restore, the run dir, the logger,
-the checkpointer, config.json and summary.json, and the exits after a lost peer and after Ctrl-C (experiments/
-wiring/run.py for Sebulba, anakin.py for Anakin)."""
+"""What a run does alike on either runtime once its network exists (experiments/wiring/run.py):
+the agent for the run's learning-rate horizon (re-stretched on resume), the checkpoint
+restore, the run dir, the logger, the checkpointer, config.json and summary.json, and the exits
+after a lost peer and after Ctrl-C."""
 from __future__ import annotations
 
 import dataclasses
@@ -17,10 +17,10 @@ import ml_collections
 from agents import schedules
 from experiments.wiring.build import build_agent
 from experiments.wiring.sections import Sections
-from sebulba import checkpoint, distributed
-from sebulba.logging import MetricsLogger
-from sebulba.runtime_config import UpdatePlan
-from sebulba.validation import ConfigError
+from podracer import checkpoint, distributed
+from podracer.batch import BatchShape, UpdatePlan
+from podracer.logging import MetricsLogger
+from podracer.validation import ConfigError
 
 
 def make_run_dir(sections: Sections, name: str, resume_from: str | None = None) -> str:
@@ -39,12 +39,12 @@ class Session:
     config.json."""
 
     def __init__(self, config: ml_collections.ConfigDict, sections: Sections, name: str,
-                 network, example_obs, plan: UpdatePlan | None = None) -> None:
-        """`plan`: the runtime's update counts (default: the Sebulba runtime's config)."""
+                 network, example_obs, shape: BatchShape, plan: UpdatePlan) -> None:
+        """`shape`, `plan`: the batch and update counts the runtime gives after joining."""
         self.config, self.sections, self.name = config, sections, name
-        self.plan = plan = plan or sections.runtime
+        self.shape, self.plan = shape, plan
         self.horizon = schedules.Horizon(plan.num_updates)
-        self.agent = build_agent(sections, network, self.horizon)
+        self.agent = build_agent(sections, network, self.horizon, shape)
         resume_from = checkpoint.resolve(sections.run.resume) if sections.run.resume else None
         self.run_dir = make_run_dir(sections, name, resume_from)
         self.progress: checkpoint.Progress | None = None
@@ -58,7 +58,7 @@ class Session:
             self.horizon = schedules.resumed_horizon(
                 schedules.trained_horizon(self.progress.metadata), self.progress.updates,
                 plan.planned_updates(*self.done))
-            self.agent = build_agent(sections, network, self.horizon)
+            self.agent = build_agent(sections, network, self.horizon, shape)
 
     def logger(self) -> MetricsLogger:
         wandb = self.sections.wandb
@@ -128,7 +128,7 @@ def restore(path: str, agent, example_obs, config: ml_collections.ConfigDict,
     """Loads the checkpoint into the structure a fresh run would start from; fails naming what
     differs (a ConfigError). `path` is the newest checkpoint `config.resume` resolves to; a run
     dir or `checkpoints` dir in `config.resume` falls back past damaged newer checkpoints
-    (sebulba/checkpoint.py), which are then moved aside in `run_dir`, because this run will
+    (podracer/checkpoint.py), which are then moved aside in `run_dir`, because this run will
     save those update numbers again."""
     template = jax.eval_shape(agent.init, jax.random.key(config.seed), example_obs)
     source = config.get("resume") or path

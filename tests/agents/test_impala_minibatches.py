@@ -13,7 +13,7 @@ from agents.impala.learning import make_optimizer
 from networks.config import NetworkConfig
 from sebulba.learner import concat_rollouts
 from sebulba.runtime_config import RuntimeConfig
-from tests.helpers import (ACTION_SPACES, ACTIONS, learner_updates, random_rollout,
+from tests.helpers import (IMPALA_640, ACTION_SPACES, ACTIONS, learner_updates, random_rollout,
                            small_network)
 
 T, B, OBS = 6, 8, 4
@@ -39,7 +39,7 @@ def _assert_trees_close(a, b):
 def test_minibatch_update_is_plain_steps_on_interleaved_columns(optimizer):
     rollouts = _rollouts()
     cfg = impala.ImpalaConfig(optimizer=optimizer, learning_rate=1e-2, max_grad_norm=0.0,
-                              lr_decay=False)
+                              lr_decay=False, rmsprop_eps=IMPALA_640["rmsprop_eps"])
     split, _ = _update(dataclasses.replace(cfg, num_minibatches=4), rollouts)
     # Reference: a one-step agent fed minibatch i = columns i, i+4, ... of the joined batch.
     joined = concat_rollouts(rollouts)
@@ -54,7 +54,7 @@ def test_minibatch_update_is_plain_steps_on_interleaved_columns(optimizer):
 
 def test_minibatches_on_four_learner_devices_equal_one_device():
     rollouts = _rollouts()
-    cfg = impala.ImpalaConfig(learning_rate=1e-2, num_minibatches=2)
+    cfg = impala.ImpalaConfig(learning_rate=1e-2, num_minibatches=2, **IMPALA_640)
     one, m1 = _update(cfg, rollouts, updates=2)
     four, m4 = _update(cfg, rollouts, learner_ids=(0, 1, 2, 3), updates=2)
     _assert_trees_close(one.params, four.params)
@@ -82,13 +82,13 @@ def test_every_minibatch_step_of_an_update_uses_the_updates_learning_rate():
 def test_bad_minibatch_counts_fail_early_naming_the_fields():
     with pytest.raises(ValueError, match=r"num_minibatches=0 must be an int >= 1"):
         impala.ImpalaConfig(num_minibatches=0)
-    runtime = RuntimeConfig(actor_device_ids=(0,), learner_device_ids=(0, 1),
-                            num_actor_threads=2, num_envs=6, unroll_length=5)  # 6 per learner
-    impala.check_minibatches(impala.ImpalaConfig(num_minibatches=3), runtime, NetworkConfig())
+    batch = RuntimeConfig(actor_device_ids=(0,), learner_device_ids=(0, 1),
+                          num_actor_threads=2, num_envs=12, unroll_length=5).batch_shape(1)
+    impala.check_minibatches(impala.ImpalaConfig(num_minibatches=3), batch, NetworkConfig())
     with pytest.raises(ValueError, match=r"^agent\.num_minibatches=4 must divide the 6 "
                                          r"environments each learner device holds per update"):
-        impala.check_minibatches(impala.ImpalaConfig(num_minibatches=4), runtime,
+        impala.check_minibatches(impala.ImpalaConfig(num_minibatches=4), batch,
                                  NetworkConfig())
     # make_agent used directly (no config check): the learner step says the same at trace time.
     with pytest.raises(ValueError, match=r"num_minibatches=3 must divide the 16 environments"):
-        _update(impala.ImpalaConfig(num_minibatches=3), _rollouts())
+        _update(impala.ImpalaConfig(num_minibatches=3, **IMPALA_640), _rollouts())

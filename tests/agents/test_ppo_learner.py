@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import agents.ppo as ppo
-from sebulba.agent import Rollout
+from podracer.agent import Rollout
 from sebulba.learner import make_learn_fn, place_learner_state
 from sebulba.topology import make_topology
 from tests.helpers import episode_ends, head_network

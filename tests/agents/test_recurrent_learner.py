@@ -18,10 +18,10 @@ import agents.ppo as ppo
 import networks
 from agents.acting import init_params
 from agents.unroll import apply_time_major
-from sebulba.agent import Rollout
+from podracer.agent import Rollout
 from sebulba.learner import make_learn_fn, place_learner_state
 from sebulba.topology import make_topology
-from tests.helpers import ACTION_SPACES, episode_ends, head_network, run_actor
+from tests.helpers import IMPALA_640, ACTION_SPACES, episode_ends, head_network, run_actor
 from tests.mixed_env import SteerAndShiftEnv
 
 T, B, OBS, LSTM = 6, 8, 4, 8
@@ -78,7 +78,8 @@ def _assert_same_update(agent, net, rollout, learners):
 @pytest.mark.parametrize("shared", [True, False])
 def test_impala_lstm_sharded_equals_single_device(shared):
     net = _network(shared=shared)
-    cfg = impala.ImpalaConfig(learning_rate=1e-2, max_grad_norm=0.0)
+    cfg = impala.ImpalaConfig(learning_rate=1e-2, max_grad_norm=0.0,
+                              rmsprop_eps=IMPALA_640["rmsprop_eps"])
     _assert_same_update(impala.make_agent(net, cfg, num_updates=10), net, _rollout(net),
                         (0, 1, 2, 3))
 

@@ -16,6 +16,7 @@ from agents.ppo.learning import make_optimizer as ppo_optimizer
 from agents.schedules import Horizon, linear_decay, resumed_horizon
 
 LR = 1e-3
+from tests.helpers import IMPALA_640
 
 
 def _rates(schedule, counts) -> np.ndarray:
@@ -71,8 +72,9 @@ def test_bad_horizon_is_refused():
         Horizon(8, 9, 0.5)
 
 
-@pytest.mark.parametrize("make", [lambda d: impala_optimizer(ImpalaConfig(lr_decay=d), Horizon(
-    64, 7, 0.5))[1], lambda d: ppo_optimizer(PPOConfig(lr_decay=d), Horizon(64, 7, 0.5))[1]])
+@pytest.mark.parametrize("make", [
+    lambda d: impala_optimizer(ImpalaConfig(lr_decay=d, **IMPALA_640), Horizon(64, 7, 0.5))[1],
+    lambda d: ppo_optimizer(PPOConfig(lr_decay=d), Horizon(64, 7, 0.5))[1]])
 def test_agents_use_the_horizon_and_constant_rates_ignore_it(make):
     decay, constant = make(True), make(False)
     assert float(decay(7)) == pytest.approx(0.5 * float(constant(7)), rel=1e-6)

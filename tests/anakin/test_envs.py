@@ -107,8 +107,8 @@ def test_registered_env():
 
 
 def test_host_env_batches_the_jax_env_with_numpy_io():
-    """anakin/host_env.py: the sebulba/envs.py API over the JAX env (used by evaluation)."""
-    from anakin.host_env import HostEnv
+    """sebulba/jax_host_env.py: the sebulba/envs.py API over the JAX env (used by evaluation)."""
+    from sebulba.jax_host_env import HostEnv
     env = HostEnv(envs.make_env("gymnax:CartPole-v1", {"max_steps_in_episode": 5}), 3, seed=0)
     obs = env.reset()
     assert isinstance(obs, np.ndarray) and obs.shape == (3, 4)
@@ -119,22 +119,3 @@ def test_host_env_batches_the_jax_env_with_numpy_io():
     assert ts.truncated.all() and ts.episode_over.all() and not ts.terminated.any()
     ts = env.step(np.zeros(3, np.int32))  # the reset step
     assert ts.reward.tolist() == [0.0] * 3 and not ts.episode_over.any()
-
-
-def test_sebulba_evaluation_plays_the_jax_env():
-    """What `eval_every_updates` runs under Anakin: sebulba.evaluation.play with the greedy
-    actor on HostEnv; CartPole's true return equals the game length."""
-    from agents import acting
-    from agents import evaluation as players
-    from anakin.host_env import HostEnv
-    from sebulba import evaluation
-    from tests.helpers import small_network
-    env = envs.make_env("gymnax:CartPole-v1", {"max_steps_in_episode": 30})
-    net = small_network(env.action_space, hidden_sizes=(8,))
-    params = net.init(jax.random.key(0), np.zeros((1, 4), np.float32))
-    ap = acting.ActorParams(params, None)
-    returns, lengths = evaluation.play(lambda n: players.greedy_actor(net, ap, 10.0, n),
-                                       lambda n, seed: HostEnv(env, n, seed), episodes=5,
-                                       num_envs=2, seed=1)
-    assert len(returns) == 5 and returns == [float(n) for n in lengths]
-    assert all(1 <= n <= 30 for n in lengths)

@@ -8,7 +8,7 @@ import pytest
 
 from experiments import train
 from experiments.configs import ppo_gymnax
-from sebulba.validation import ConfigError
+from podracer.validation import ConfigError
 from tests.helpers import quiet_config, read_metrics
 
 

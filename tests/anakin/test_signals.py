@@ -1,5 +1,5 @@
 """Ctrl-C and SIGTERM on an Anakin run mean what they mean on a Sebulba run (one handler,
-sebulba/signals.py): the first signal finishes the call in flight and saves it; a second one
+podracer/signals.py): the first signal finishes the call in flight and saves it; a second one
 abandons it (no blocking device_get holds the handler back) and the process ends at once;
 Ctrl-C exits 130 with one line and a summary.json, SIGTERM (pre-emption) exits 0; a main
 thread stuck in C code is ended by the watcher. Runs tests/anakin/signal_run.py, whose update
@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from sebulba import checkpoint
+from podracer import checkpoint
 from tests.helpers import ROOT
 
 pytestmark = pytest.mark.slow  # four training processes, ~12 s each

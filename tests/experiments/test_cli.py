@@ -1,4 +1,4 @@
-"""The experiment command line (sebulba/command_line.py), run as a user runs it: in a subprocess.
+"""The experiment command line (experiments/wiring/command_line.py), run as a user runs it: in a subprocess.
 
 A user error prints one message naming the field, the value, what is allowed and the close
 match, exits 2 and shows no traceback unless --verbose or SEBULBA_VERBOSE=1; `--import` loads
@@ -85,12 +85,12 @@ def test_cpu_variants_and_the_cpu_hint():
     one-line note says so and names the `:cpu` variant (Nature CNN, fewer envs)."""
     import jax
     from experiments.configs import impala_atari, ppo_atari
-    from sebulba import command_line
+    from experiments.wiring import command_line
     assert jax.default_backend() == "cpu"
     for module in (impala_atari, ppo_atari):
         config = module.get_config("cpu")
         assert config.network.torso == "nature_cnn"
-        assert config.num_envs * config.num_actor_threads <= 32
+        assert config.num_envs <= 32  # envs per process, over all its actor threads
         path = module.__file__
         assert command_line.cpu_hint(config, path) is None  # already CPU-sized
         hint = command_line.cpu_hint(module.get_config(), path)

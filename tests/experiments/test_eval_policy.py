@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from agents import evaluation as players
-from sebulba.validation import ConfigError
+from podracer.validation import ConfigError
 from tests.experiments import wide_head
-from tests.helpers import build_agent, classic_config
+from tests.helpers import IMPALA_640, build_agent, classic_config
 
 
 def _agent(tmp_path, name: str):
@@ -59,8 +59,8 @@ def test_a_run_checks_its_eval_policy_before_training_starts(tmp_path, monkeypat
                                                              policy, ok):
     def train(*args, **kwargs):
         raise _Started()
-    # The module, not the `run` function experiments.wiring exports under the same name.
-    monkeypatch.setattr(importlib.import_module("experiments.wiring.run"), "train", train)
+    # The runner the Sebulba driver hands the run to (after every start check).
+    monkeypatch.setattr(importlib.import_module("sebulba.runner"), "train", train)
     from experiments import train as entry
     config = classic_config(tmp_path, agent_name=name, eval_every_updates=5,
                             eval_policy=policy, checkpoint_keep=0)
@@ -83,11 +83,11 @@ def test_the_agents_greedy_step_plays_as_the_network_player(lstm_size):
     from agents import impala
     from tests.helpers import small_network
     net = small_network(spaces.Discrete(3), hidden_sizes=(8,), lstm_size=lstm_size)
-    agent = impala.make_agent(net, impala.ImpalaConfig(), 10)
+    agent = impala.make_agent(net, impala.ImpalaConfig(**IMPALA_640), 10)
     obs = np.random.default_rng(0).normal(size=(5, 4, 6)).astype(np.float32)
     ap = agent.actor_params(agent.init(jax.random.key(0), obs[0]))
     ours = players.eval_player("greedy", None, agent, ap, obs[0]).actor(ap, 4)
-    theirs = players.network_player(net, 10.0).actor(ap, 4)
+    theirs = players.network_player(net).actor(ap, 4)
     done = np.zeros((5, 4), bool)
     done[1, 0] = done[2, 3] = True
     for t in range(5):

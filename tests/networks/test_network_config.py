@@ -12,7 +12,8 @@ from gymnasium import spaces
 
 import networks
 from networks import NetworkConfig, build_network
-from sebulba import validation
+from podracer import validation
+from podracer.schema import read_section
 
 
 class Nested(nn.Module):
@@ -55,19 +56,22 @@ def test_each_rule_names_the_field_and_value(values, match):
         NetworkConfig(**values)
 
 
-def test_validation_build_prefixes_the_section():
+def test_read_section_prefixes_the_section():
     with pytest.raises(validation.ConfigError, match=r"^network\.lstm_size=-1 must be"):
-        validation.build(NetworkConfig, {"lstm_size": -1}, "network")
+        read_section(NetworkConfig, {"lstm_size": -1}, "network")
     with pytest.raises(validation.ConfigError, match=r"^network\.torso='x': unknown torso"):
-        validation.build(NetworkConfig, {"torso": "x"}, "network")
+        read_section(NetworkConfig, {"torso": "x"}, "network")
     with pytest.raises(validation.ConfigError, match=r"^network\.lstm is not a field of "
                                                      r"NetworkConfig.*Did you mean 'lstm_size'"):
-        validation.build(NetworkConfig, {"lstm": 4}, "network")
+        read_section(NetworkConfig, {"lstm": 4}, "network")
+    with pytest.raises(validation.ConfigError, match=r"^network\.torso_init='xavier' must be "
+                                                     r"one of \('reference', 'lecun'\)"):
+        read_section(NetworkConfig, {"torso_init": "xavier"}, "network")
 
 
 def test_lists_and_config_dicts_are_normalised():
     # JSON (config.json, checkpoints) gives lists; ml_collections gives tuples and ConfigDicts.
-    cfg = validation.build(NetworkConfig, dict(
+    cfg = read_section(NetworkConfig, dict(
         mlp_hidden_sizes=[32, np.int64(16)], resnet_channels=[8],
         torso_kwargs=ml_collections.ConfigDict(dict(activation_scale=dict(a=[1, 2])))),
         "network")

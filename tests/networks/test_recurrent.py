@@ -1,7 +1,7 @@
 """The LSTM core: one unroll over a sequence with resets equals the actor's step-by-step use.
 
 The actor steps the network one observation at a time, resetting the state itself where an
-episode starts (sebulba.agent.reset_core_state); the learner unrolls the whole rollout from
+episode starts (podracer.agent.reset_core_state); the learner unrolls the whole rollout from
 the stored state with reset flags. Both must give the same outputs and the same final state.
 """
 import jax
@@ -12,7 +12,7 @@ from gymnasium import spaces
 
 import networks
 from agents import acting, evaluation, unroll
-from sebulba.agent import reset_core_state
+from podracer.agent import reset_core_state
 
 T, B, OBS = 7, 3, 5
 
@@ -82,13 +82,13 @@ def test_greedy_step_is_the_mode_and_carries_the_state():
     params = acting.init_params(net, jax.random.key(2), obs)
     ap = acting.ActorParams(params, None)
     first = jnp.ones(B, bool)
-    action, state = evaluation.greedy_step(net, ap, obs, net.initial_state(B), first, 10.0)
+    action, state = evaluation.greedy_step(net, ap, obs, net.initial_state(B), first)
     (pi, _), expected = acting.step_network(net, params, obs, net.initial_state(B))
     np.testing.assert_array_equal(action, jnp.argmax(pi, -1))
     jax.tree.map(np.testing.assert_allclose, state, expected)
     ff = networks.ActorCritic(torso=networks.MLP((16,)), num_actions=4)
     p_ff = acting.init_params(ff, jax.random.key(0), obs)
-    a_ff, s_ff = evaluation.greedy_step(ff, acting.ActorParams(p_ff, None), obs, None, None, 10.0)
+    a_ff, s_ff = evaluation.greedy_step(ff, acting.ActorParams(p_ff, None), obs, None, None)
     assert s_ff is None and a_ff.shape == (B,)
 
 
@@ -101,11 +101,11 @@ def test_greedy_actor_resets_like_the_training_actor():
     ap = acting.ActorParams(params, None)
     done = np.zeros((4, B), bool)
     done[0, 0] = True  # env 0: step 1 is a reset step, step 2 starts a new episode
-    actor = evaluation.greedy_actor(net, ap, 10.0, B)
+    actor = evaluation.greedy_actor(net, ap, B)
     state = net.initial_state(B)
     for t, reset in enumerate([[1, 1, 1], [0, 0, 0], [1, 0, 0], [0, 0, 0]]):
         action = actor.act(obs[t], jax.random.key(t))
-        a, state = evaluation.greedy_step(net, ap, obs[t], state, jnp.asarray(reset, bool), 10.0)
+        a, state = evaluation.greedy_step(net, ap, obs[t], state, jnp.asarray(reset, bool))
         np.testing.assert_array_equal(action, a)
         actor.observe(done[t], np.zeros(B, bool))
     jax.tree.map(lambda x, y: np.testing.assert_allclose(x, y, rtol=1e-6), actor._state, state)

@@ -11,7 +11,8 @@ import pytest
 from agents import normalization
 from experiments.configs import ppo_mujoco
 from scripts import evaluate
-from sebulba import registry, user_modules
+from sebulba import registry
+from experiments.wiring import user_modules
 from tests.experiments import wide_head
 from tests.helpers import (build_agent, classic_config, quiet_config, save_state,
                            write_user_env_module)

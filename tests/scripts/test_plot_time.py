@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 import tensorboardX.event_file_writer
 
-import sebulba.logging
+import podracer.logging
 from scripts import _runs
-from sebulba.logging import MetricsLogger
+from podracer.logging import MetricsLogger
 
 
 def test_training_time_leaves_out_the_time_between_pieces():
@@ -38,7 +38,7 @@ class _Clock:
 
 def test_a_resumed_run_logged_a_day_later_has_no_gap_on_the_time_axis(tmp_path, monkeypatch):
     clock = _Clock(1_800_000_000.0)
-    monkeypatch.setattr(sebulba.logging, "time", clock)
+    monkeypatch.setattr(podracer.logging, "time", clock)
     monkeypatch.setattr(tensorboardX.event_file_writer, "time", clock)
 
     def piece(steps, resume_step=None):

@@ -25,7 +25,7 @@ import pytest
 from gymnasium import spaces
 
 from sebulba.actor import ActorThread
-from sebulba.agent import Agent
+from podracer.agent import Agent
 from sebulba.envs import TimeStep
 from sebulba.topology import make_topology
 from tests.helpers import run_actor

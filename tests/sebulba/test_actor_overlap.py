@@ -26,7 +26,7 @@ from jax.sharding import SingleDeviceSharding
 
 from sebulba import actor_policy, actor_pools
 from sebulba.actor import ActorThread
-from sebulba.agent import Agent
+from podracer.agent import Agent
 from sebulba.envs import EnvConfig, TimeStep, make_env
 from sebulba.pipeline import Lifetime, ParamsSource
 from tests.helpers import classic_config, run_actor
@@ -286,8 +286,8 @@ def test_runtime_trains_with_overlapped_actors(tmp_path):
     """The runner hands RuntimeConfig.actor_overlap and the sized env factory to its actors:
     a CartPole run with half-pools counts every step and episode."""
     from experiments import impala_atari
-    config = classic_config(tmp_path, num_actor_threads=2, num_envs=6, unroll_length=8,
-                            total_env_steps=2 * 6 * 8 * 12, actor_overlap="on")
+    config = classic_config(tmp_path, num_actor_threads=2, num_envs=12, unroll_length=8,
+                            total_env_steps=12 * 8 * 12, actor_overlap="on")
     result = impala_atari.run(config)
     assert result.updates == 12 and result.env_steps == 12 * 96
     assert result.last_metrics["episode/count"] > 0
@@ -296,11 +296,12 @@ def test_runtime_trains_with_overlapped_actors(tmp_path):
 
 @pytest.mark.parametrize("overlap,num_envs,match", [
     ("maybe", 4, r"actor_overlap='maybe' must be 'auto', 'on' or 'off'"),
-    ("on", 1, r"actor_overlap='on' needs num_envs >= 2 per actor thread")])
+    ("on", 2, r"actor_overlap='on' needs >= 2 envs per actor thread \(two half-pools\); "
+              r"num_envs=2 over 2 thread\(s\) x 1 actor device\(s\) gives 1")])
 def test_runtime_config_checks_actor_overlap(overlap, num_envs, match):
-    from sebulba.runtime_config import RuntimeConfig, validate_runtime_config
+    from sebulba.runtime_config import RuntimeConfig
     with pytest.raises(ValueError, match=match):
-        validate_runtime_config(RuntimeConfig(actor_overlap=overlap, num_envs=num_envs))
+        RuntimeConfig(actor_overlap=overlap, num_envs=num_envs, num_actor_threads=2)
 
 
 def test_default_send_recv_keeps_the_env_checks():

@@ -11,8 +11,8 @@ import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from experiments import impala_atari, wiring
-from sebulba import checkpoint
-from sebulba.validation import ConfigError
+from podracer import checkpoint
+from podracer.validation import ConfigError
 from tests.helpers import classic_config, restore_run
 
 

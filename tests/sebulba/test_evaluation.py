@@ -10,8 +10,9 @@ import pytest
 
 from agents import evaluation
 from experiments import impala_atari
+from podracer.evaluation import PeriodicEvaluator
 from sebulba.envs import TimeStep
-from sebulba.evaluation import PeriodicEvaluator
+from sebulba.evaluation import play as host_play
 from tests.helpers import classic_config, read_metrics
 
 
@@ -36,9 +37,9 @@ def test_training_logs_periodic_greedy_evaluations(tmp_path):
 
 def test_eval_actor_kinds_and_errors():
     with pytest.raises(ValueError, match="evaluation policy 'best'"):
-        evaluation.eval_actor("best", None, None, None, 1, 10.0)
+        evaluation.eval_actor("best", None, None, None, 1)
     with pytest.raises(ValueError, match="needs the agent's actor_params to be"):
-        evaluation.eval_actor("greedy", None, None, {"w": 1}, 1, 10.0)
+        evaluation.eval_actor("greedy", None, None, {"w": 1}, 1)
 
 
 class _EndlessEnv:
@@ -81,9 +82,10 @@ class _Logger:
 
 def test_busy_evaluator_skips_and_close_stops_it_promptly():
     logger = _Logger()
-    ev = PeriodicEvaluator(new_actor=lambda ap, n: _SlowActor(), actor_params=lambda s: s,
-                           make_env=_EndlessEnv, logger=logger, every_updates=5, episodes=2,
-                           num_envs=2)
+    def play(ap, seed, should_stop):  # Sebulba's game loop on games that never end
+        return host_play(lambda n: _SlowActor(), _EndlessEnv, 2, 2, seed, should_stop)
+    ev = PeriodicEvaluator(play=play, actor_params=lambda s: s, logger=logger, every_updates=5,
+                           episodes=2)
     state = {"w": jax.numpy.ones(3)}
     ev.on_update(3, 300, state)   # not a multiple of 5: nothing
     assert threading.active_count() and ev._thread is None

@@ -20,7 +20,7 @@ import pytest
 
 from experiments import impala_atari
 from sebulba.env_guard import EnvFault
-from sebulba.learner import NonFiniteError
+from podracer.finite import NonFiniteError
 from sebulba.pipeline import Lifetime, ParamsSource, Stopped
 from tests.helpers import agent_with, classic_config, restore_run
 from tests.sebulba.faulty_env import faulty
@@ -102,9 +102,10 @@ def test_nonfinite_updates_are_skipped_then_stop_with_last_good_checkpoint(tmp_p
     assert "(3/3 in a row, 3 in all)" in out
     lines = [json.loads(l) for l in open(tmp_path / "run" / "metrics.jsonl")]
     assert [l["nonfinite/skipped"] for l in lines] == [0, 0, 0, 1, 1, 1]
-    # The checkpoint holds the state after the 3 good updates, finite.
+    # The checkpoint holds the parameters of the 3 good updates, finite; its counter counts
+    # all 6 batches (skipped updates advance the counters, podracer/finite.py).
     saved = restore_run(str(tmp_path / "run"))
-    assert int(saved.learner_state.update) == 3
+    assert int(saved.learner_state.update) == 6
     assert all(np.isfinite(x).all() for x in jax.tree.leaves(saved.learner_state.params))
 
 
@@ -115,9 +116,16 @@ def test_single_nonfinite_update_is_skipped_and_training_goes_on(tmp_path, capsy
     result = _run(config, wrap_env=faulty("huge_reward", 20, pools=1))  # in the 3rd rollout
     assert result.env_steps == 32 * 20
     assert result.last_metrics["nonfinite/total"] == 1.0
-    assert int(result.learner_state.update) == 19  # one of 20 updates skipped
-    assert all(np.isfinite(x).all() for x in jax.tree.leaves(result.learner_state.params))
+    state = result.learner_state
+    assert all(np.isfinite(x).all() for x in jax.tree.leaves(state.params))
     assert "was non-finite" in capsys.readouterr().out
+    # The skipped update kept the parameters and moments but its counters advanced: the
+    # learning-rate schedule (optax's count) counts batches as the runner does, so a resumed
+    # run re-stretches it from the right rate (they once lagged by the skipped updates).
+    counts = [int(x) for x in jax.tree.leaves(state.opt_state)
+              if np.issubdtype(np.asarray(x).dtype, np.integer)]
+    assert int(state.update) == result.updates == 20
+    assert counts and set(counts) == {20}, counts
 
 
 def test_actor_waiting_for_params_warns_once_and_stops_promptly(capsys):

@@ -11,7 +11,7 @@ import pytest
 
 import agents.impala as impala
 from sebulba.learner import MetricsPacker
-from tests.helpers import (ACTION_SPACES, ACTIONS, learner_updates, random_rollout,
+from tests.helpers import (IMPALA_640, ACTION_SPACES, ACTIONS, learner_updates, random_rollout,
                            small_network)
 
 T, B, OBS = 6, 8, 4
@@ -27,7 +27,8 @@ def _one_update(learner_ids, rollouts, cfg):
 def test_sharded_update_equals_single_device(optimizer):
     rng = np.random.default_rng(0)
     rollouts = [random_rollout(rng, T, B, OBS, ACTIONS) for _ in range(2)]
-    cfg = impala.ImpalaConfig(optimizer=optimizer, learning_rate=1e-2, max_grad_norm=0.0)
+    cfg = impala.ImpalaConfig(optimizer=optimizer, learning_rate=1e-2, max_grad_norm=0.0,
+                              rmsprop_eps=IMPALA_640["rmsprop_eps"])
     p1, m1 = _one_update([0], rollouts, cfg)
     p4, m4 = _one_update([0, 1, 2, 3], rollouts, cfg)
     for a, b in zip(jax.tree.leaves(p1), jax.tree.leaves(p4)):

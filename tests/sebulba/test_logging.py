@@ -6,7 +6,7 @@ import types
 import tensorboardX.event_file_writer
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from sebulba.logging import MetricsLogger
+from podracer.logging import MetricsLogger
 
 
 def _session(run_dir, steps, resume_step=None) -> None:

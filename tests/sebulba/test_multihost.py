@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from sebulba import checkpoint
+from podracer import checkpoint
 from tests.helpers import ROOT, read_metrics
 from tests.multihost import kill_peer_mid_run, launch_local, process_tails, read_lines
 

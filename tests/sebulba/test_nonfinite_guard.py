@@ -1,4 +1,4 @@
-"""The learner's non-finite guard (sebulba.learner.keep_finite) on its own, over 2 devices:
+"""The learner's non-finite guard (podracer.finite.keep_finite) on its own, over 2 devices:
 it decides on the new learner state, never on the metrics alone."""
 import jax
 import jax.numpy as jnp
@@ -6,7 +6,7 @@ import numpy as np
 import optax
 from jax.sharding import Mesh, PartitionSpec as P
 
-from sebulba.learner import all_finite, keep_finite
+from podracer.finite import all_finite, keep_finite
 
 _OLD = {"w": jnp.zeros(3), "opt": {"nu": jnp.zeros(2)}, "step": jnp.asarray(0)}
 

@@ -3,7 +3,7 @@
 Actors draw fresh environment seeds after a resume by design (EnvPool cannot save emulator
 state; docs/checkpoints.md "RNG state" and "Resume equivalence, measured"), so whole-run
 curves cannot match exactly. What a resume must keep is pinned here, with the runtime's own
-pieces (sebulba/learner.make_learn_fn over a Topology, sebulba/checkpoint.Checkpointer and
+pieces (sebulba/learner.make_learn_fn over a Topology, podracer/checkpoint.Checkpointer and
 restore, the horizon rule of experiments.wiring.run: schedules.resumed_horizon of the checkpoint's
 metadata) on a fixed sequence of rollouts:
 
@@ -22,11 +22,11 @@ import pytest
 import agents.impala as impala
 import agents.ppo as ppo
 from agents import schedules
-from sebulba import checkpoint
-from sebulba.agent import Rollout
+from podracer import checkpoint
+from podracer.agent import Rollout
 from sebulba.learner import make_learn_fn, place_learner_state
 from sebulba.topology import make_topology
-from tests.helpers import ACTION_SPACES, episode_ends, small_network
+from tests.helpers import IMPALA_640, ACTION_SPACES, episode_ends, small_network
 
 pytestmark = pytest.mark.slow  # learning runs / several processes: `-m "not slow"` skips
 
@@ -38,7 +38,7 @@ AGENTS = {
     # Adam-free RMSProp path of IMPALA with its (tiny) Atari epsilon and clipping, and a rate
     # large enough that the parameters move well beyond float noise.
     "impala": (impala.make_agent, impala.ImpalaConfig(learning_rate=1e-2, lr_decay=True,
-                                                      obs_norm=True)),
+                                                      obs_norm=True, **IMPALA_640)),
     # PPO with shuffling on (the key must carry over), V-trace, and normaliser statistics.
     "ppo": (ppo.make_agent, ppo.PPOConfig(learning_rate=1e-2, lr_decay=True, num_epochs=2,
                                           num_minibatches=2, correction="vtrace",

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from sebulba import checkpoint
+from podracer import checkpoint
 from tests.helpers import ROOT, read_metrics, restore_run
 
 pytestmark = pytest.mark.slow  # learning runs / several processes: `-m "not slow"` skips

@@ -8,7 +8,7 @@ import pytest
 from experiments import impala_atari, ppo_atari, wiring
 from experiments.configs import impala_classic, ppo_classic
 from sebulba import envs
-from sebulba.validation import ConfigError
+from podracer.validation import ConfigError
 
 
 def _set(config, key, value):

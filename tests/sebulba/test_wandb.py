@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from sebulba.logging import WANDB_STEP, MetricsLogger
-from sebulba.validation import ConfigError
+from podracer.logging import WANDB_STEP, MetricsLogger
+from podracer.validation import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
 _BLOCK = 32768  # LevelDB log block size; a record never straddles a block's 7-byte header

@@ -81,7 +81,7 @@ def test_init_is_compiled_and_an_untraceable_init_still_runs():
     import jax.numpy as jnp
     import numpy as np
 
-    from sebulba.agent import Agent
+    from podracer.agent import Agent
     from sebulba.runner import _init
 
     traced = []

@@ -1,24 +1,21 @@
-"""Config validation up front: every mistake we can see is reported before any thread starts,
-any environment is built or anything compiles, with a message that names the field, the bad
-value and what is allowed.
+"""The rules a config is checked with, and the error every check raises (`ConfigError`).
 
-Used by `experiments.wiring.read` (the whole experiment ConfigDict) and by the runtime
-(`runtime_config.validate_runtime_config`). Only static checks live here: nothing touches JAX devices,
-because a multi-host run must join `jax.distributed` before the first device query; device ids
-are checked by `topology.make_topology` right after joining.
+Every mistake we can see is reported before any thread starts, any environment is built or
+anything compiles, with a message that names the field, the bad value and what is allowed.
+A section's own rules live in its dataclass's `__post_init__` (read by podracer/schema.py); the
+helpers here are what those rules and the checks against the world (a writable run dir, a
+reachable coordinator) are written with. Nothing here touches JAX devices: a multi-host run
+must join `jax.distributed` before the first device query.
 """
 from __future__ import annotations
 
-import dataclasses
 import difflib
 import math
 import os
 import socket
 import tempfile
-import types
-import typing
 from collections.abc import Sequence
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -46,62 +43,6 @@ def is_int(v: Any) -> bool:
 
 def is_number(v: Any) -> bool:
     return is_int(v) or isinstance(v, (float, np.floating))
-
-
-def _type_ok(value: Any, hint: Any) -> bool | None:
-    """Whether `value` fits the annotation `hint`; None when the hint is not one we check."""
-    origin = typing.get_origin(hint)
-    if origin in (typing.Union, types.UnionType):
-        results = [_type_ok(value, h) for h in typing.get_args(hint)]
-        return None if all(r is None for r in results) else any(results)
-    if hint is type(None):
-        return value is None
-    if hint is bool:
-        return isinstance(value, (bool, np.bool_))
-    if hint is int:
-        return is_int(value)
-    if hint is float:
-        return is_number(value)
-    if hint is str:
-        return isinstance(value, str)
-    if origin in (Sequence, tuple, list) and typing.get_args(hint):
-        inner = typing.get_args(hint)[0]
-        return (isinstance(value, (list, tuple))
-                and all(_type_ok(v, inner) is not False for v in value))
-    return None
-
-
-def _type_name(hint: Any) -> str:
-    return getattr(hint, "__name__", None) or str(hint).replace("typing.", "")
-
-
-def check_types(cls: type, values: Mapping[str, Any], section: str = "") -> None:
-    """Raises ConfigError for unknown fields of dataclass `cls` or values of the wrong type."""
-    prefix = f"{section}." if section else ""
-    hints = typing.get_type_hints(cls)
-    names = [f.name for f in dataclasses.fields(cls)]
-    for key, value in values.items():
-        if key not in hints:
-            raise ConfigError(f"{prefix}{key} is not a field of {cls.__name__}; allowed: "
-                              f"{', '.join(names)}.{close_matches(key, names)}")
-        if _type_ok(value, hints[key]) is False:
-            raise ConfigError(f"{prefix}{key}={value!r} has type {type(value).__name__}; "
-                              f"expected {_type_name(hints[key])}.")
-
-
-def build(cls: type, values: Mapping[str, Any], section: str) -> Any:
-    """`cls(**values)` after type checks; its own ValueErrors get the section prefix."""
-    check_types(cls, values, section)
-    try:
-        return cls(**values)
-    except ValueError as e:
-        msg = str(e)
-        if not section:  # top-level fields: the message names them already
-            raise ConfigError(msg) from e
-        if msg.startswith(f"{section}."):
-            raise ConfigError(msg) from e
-        named = any(msg.startswith(f.name) for f in dataclasses.fields(cls))
-        raise ConfigError(f"{section}.{msg}" if named else f"{section}: {msg}") from e
 
 
 def require(ok: bool, field: str, value: Any, rule: str) -> None:

@@ -31,8 +31,12 @@ class StopOnSignal(contextlib.AbstractContextManager):
     the update in flight finishes and the state is intact for the final checkpoint. The second
     sets `urgent`: the loop abandons the update in flight and stops waiting for threads.
 
-    The handler only sets flags, never raises: an exception raised between two statements of
-    the learner loop is what once saved a state under another update's label.
+    The handler only sets flags: it never raises (an exception raised between two statements
+    of the learner loop is what once saved a state under another update's label) and never
+    writes. A handler runs between two bytecodes of the main thread, possibly inside its own
+    `print` to a full pipe; a second write to the same stream from there raises "reentrant
+    call" out of whatever the main thread was doing. The messages are written by the watcher
+    thread instead (`_say`), which sees every signal as the C handler records it.
 
     Python runs handlers only when the main thread is back in the interpreter, not while it
     sits in one long C++ call (a compilation, a synchronous computation). A watcher thread
@@ -70,7 +74,10 @@ class StopOnSignal(contextlib.AbstractContextManager):
                 sigs = [b for b in data if b in (signal.SIGINT, signal.SIGTERM)]
                 if not sigs:
                     continue
-                count, last = count + len(sigs), sigs[-1]
+                for sig in sigs:
+                    count += 1
+                    self._say(count, signal.Signals(sig).name)
+                last = sigs[-1]
                 if count >= 2 and not self.urgent.wait(self.grace_s):
                     name = signal.Signals(last).name
                     print(f"{name} again, and the main thread has not responded for "
@@ -82,17 +89,22 @@ class StopOnSignal(contextlib.AbstractContextManager):
         finally:
             os.close(fd)
 
+    @staticmethod
+    def _say(count: int, name: str) -> None:
+        """The message for the `count`-th signal (watcher thread; the handler never writes)."""
+        if count == 1:
+            print(f"{name}: stopping after the current update (signal again to stop at once).",
+                  flush=True)
+        elif count == 2:
+            print(f"{name} again: abandoning the update in flight; the final checkpoint holds "
+                  f"the newest complete update, if its state is intact.", flush=True)
+
     def _handle(self, signum, frame):
-        name = signal.Signals(signum).name
+        """Flags only (see the class docstring): no output, no exception."""
         if self.received is not None:
-            if not self.urgent.is_set():
-                print(f"{name} again: abandoning the update in flight; the final checkpoint "
-                      f"holds the newest complete update, if its state is intact.", flush=True)
             self.urgent.set()
             return
-        self.received = name
-        print(f"{name}: stopping after the current update (signal again to stop at once).",
-              flush=True)
+        self.received = signal.Signals(signum).name
         if self.on_stop is not None:
             self.on_stop()
 

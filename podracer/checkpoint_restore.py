@@ -13,9 +13,9 @@ from typing import Any, Mapping
 import jax
 from flax import serialization
 
-from sebulba.checkpoint_format import DamagedCheckpointError, Progress, PyTree, describe
-from sebulba.checkpoint_read import (candidates, intact_siblings, is_checkpoint_dir, load_metadata,
-                                     load_raw, resolve)
+from podracer.checkpoint_format import DamagedCheckpointError, Progress, PyTree, describe
+from podracer.checkpoint_read import (candidates, intact_siblings, is_checkpoint_dir,
+                                      load_metadata, load_raw, resolve)
 
 
 def check_compatible(saved: Mapping[str, list], expected: Mapping[str, list],

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import os
 
-from sebulba.checkpoint_format import (DAMAGED_PREFIX, ITEMS, DamagedCheckpointError,
-                                       import_orbax, single_process)
+from podracer.checkpoint_format import (DAMAGED_PREFIX, ITEMS, DamagedCheckpointError,
+                                        import_orbax, single_process)
 
 _REQUIRED_META = ("tree", "env_steps", "updates")
 

@@ -3,6 +3,7 @@ and optionally the same scalars and the config to Weights & Biases (config.wandb
 from __future__ import annotations
 
 import collections
+import dataclasses
 import json
 import math
 import os
@@ -12,6 +13,18 @@ import time
 from typing import Mapping
 
 import numpy as np
+
+
+@dataclasses.dataclass(frozen=True)
+class WandbConfig:
+    """The `config.wandb` section: Weights & Biases beside TensorBoard; off unless `project`
+    is set."""
+
+    project: str = ""                  # W&B project; "" = no W&B logging (the default)
+    entity: str = ""                   # W&B user or team ("" = your default entity)
+    group: str = ""                    # groups runs in the W&B UI, e.g. a sweep's name
+    name: str = ""                     # run name ("" = the run dir's name)
+    mode: str = ""                     # online | offline | disabled ("" = wandb's default)
 
 
 class EpisodeStats:
@@ -213,7 +226,7 @@ def _start_wandb(settings: Mapping, run_dir: str, run_config: Mapping,
     Its files go to $WANDB_DIR if set, else <run_dir>/wandb. Bad settings and a missing wandb
     raise ConfigError, which the command line prints as one message.
     """
-    from sebulba.validation import ConfigError
+    from podracer.validation import ConfigError
     mode = settings.get("mode", "")
     if mode not in WANDB_MODES:
         raise ConfigError(f"wandb.mode={mode!r}: allowed {', '.join(map(repr, WANDB_MODES))}")

@@ -15,8 +15,8 @@ import jax
 import numpy as np
 from flax import serialization
 
-from sebulba.checkpoint_format import (FORMAT_VERSION, ITEMS, Progress, describe, flatten,
-                                       import_orbax, is_key, single_process)
+from podracer.checkpoint_format import (FORMAT_VERSION, ITEMS, Progress, describe, flatten,
+                                        import_orbax, is_key, single_process)
 
 
 def _to_host(x: Any) -> Any:
@@ -54,9 +54,14 @@ class Checkpointer:
         self._last_time = time.monotonic()
         self.last_saved: int | None = self._mgr.latest_step()
 
+    def due(self, update: int) -> bool:
+        """Whether `update` is a checkpoint update by count (a loop that fuses several updates
+        into one call ends a call there, so the state saved is that update's)."""
+        return self.every_updates > 0 and update % self.every_updates == 0
+
     def after_update(self, progress: Progress) -> bool:
         """Saves if an interval has passed; returns whether it saved."""
-        by_count = self.every_updates > 0 and progress.updates % self.every_updates == 0
+        by_count = self.due(progress.updates)
         by_time = (self.every_minutes > 0
                    and time.monotonic() - self._last_time >= 60 * self.every_minutes)
         if by_count or by_time:

@@ -1,9 +1,14 @@
-"""A JAX-native env (anakin/envs.py) as a host env batch with the sebulba/envs.py API
-(`reset() -> obs`, `step(action) -> TimeStep`, numpy in and out), so the host-side tools run
-on it unchanged: periodic evaluation (sebulba/evaluation.py) and scripts that play games.
+"""A JAX-native env as a host env batch with the sebulba/envs.py API (`reset() -> obs`,
+`step(action) -> TimeStep`, numpy in and out): Sebulba's adapter for the envs Anakin runs on
+the device, so the host-side machinery (actor threads, the evaluation game loop, scripts that
+play games) runs on them unchanged.
 
-Each call is one jitted, vmapped step of `num_envs` envs, each with its own key stream; the
-episode semantics are the adapter's (EnvPool's), so `TimeStep.episode_over` marks game ends.
+The env is any object with Anakin's pure-function env API (anakin/envs.py: `reset(key) ->
+state` with `state.obs`, `step(key, state, action) -> (state, step)` with the step's `obs`,
+`reward`, `terminated`, `truncated`, and gymnasium `observation_space` / `action_space`); this
+module reads those attributes and imports no runtime. Each call is one jitted, vmapped step of
+`num_envs` envs, each with its own key stream; the episode semantics are the env's (EnvPool's,
+one step late), so `TimeStep.episode_over` marks game ends.
 """
 from __future__ import annotations
 
@@ -16,6 +21,8 @@ from sebulba.envs import TimeStep
 
 
 class HostEnv:
+    """`num_envs` copies of the JAX env `env`, stepped from the host (see the module doc)."""
+
     def __init__(self, env, num_envs: int, seed: int) -> None:
         if num_envs < 1:
             raise ValueError(f"num_envs={num_envs} must be >= 1.")

@@ -3,7 +3,7 @@ errors, start-up hints.
 
 Flags: `--config=file.py[:variant]` with `--config.x=y` overrides (ml_collections, locked, so a
 misspelt field fails), `--import MODULE` (repeatable: user modules that register envs, torsos,
-agents; sebulba/user_modules.py) and `--verbose`.
+agents; experiments/wiring/user_modules.py) and `--verbose`.
 
 A user error (a bad or misspelt config field, a missing config file, an unknown variant, a
 damaged checkpoint to resume from, an --import that does not import) prints one message that
@@ -19,7 +19,8 @@ import re
 import sys
 from typing import Any, Callable, NoReturn, Sequence
 
-from sebulba import user_modules, validation
+from experiments.wiring import user_modules
+from podracer import validation
 
 VERBOSE_ENV = "SEBULBA_VERBOSE"
 USER_ERROR_STATUS = 2  # as argparse: the command line (or the config it names) is wrong
@@ -164,29 +165,51 @@ def parse_flags(argv: Sequence[str], default_config: str) -> list[str]:
         return flags.FLAGS(list(argv))
 
 
-def cpu_hint(config: Any, config_file: str) -> str | None:
-    """A one-line note when a GPU-sized network (the IMPALA ResNet) is about to train on a CPU
-    backend, where it runs at ~10-20 env steps/s (README, throughput table); None otherwise.
+def config_variants(config_file: str) -> tuple[str, ...]:
+    """The variants the config file `config_file` (`file.py[:variant]`) declares in its
+    `VARIANTS` (every shipped config does; () when a file declares none)."""
+    import importlib.util
+    path = config_file.split(":", 1)[0]
+    spec = importlib.util.spec_from_file_location("_sebulba_cli_config_variants", path)
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except OSError:  # not a file (a config built in code): no variants to offer
+        return ()
+    return tuple(module.VARIANTS) if hasattr(module, "VARIANTS") else ()
 
-    Only for a run that joins no multi-host job: querying the backend before
-    `jax.distributed.initialize` would break the join.
+
+def cpu_hint(config: Any, config_file: str) -> str | None:
+    """A one-line note when a GPU-sized network (networks.is_gpu_sized: the IMPALA ResNet) is
+    about to train on a CPU backend, where it runs at ~100 env steps/s on 2 cores (README,
+    throughput table); None otherwise. It suggests the config file's `:cpu` variant when the
+    file declares one (its VARIANTS), else the Nature CNN.
+
+    Only for a run that joins no multi-host job (podracer.distributed.joins_a_job): querying
+    the backend before `jax.distributed.initialize` would break the join.
     """
+    import networks
+    from podracer import distributed
+    from podracer.schema import read_section
     net = config.get("network", {}) if hasattr(config, "get") else {}
-    if net.get("torso") != "impala_resnet":
+    if not networks.is_gpu_sized(net.get("torso", "")):
         return None
-    dist = config.get("distributed", {}) if hasattr(config, "get") else {}
-    if dist.get("mode", "off") == "on" or int(dist.get("num_processes", 1) or 1) > 1 or (
-            dist.get("mode") == "auto" and "SLURM_JOB_ID" in os.environ):
+    try:
+        dc = read_section(distributed.DistributedConfig,
+                          config.get("distributed", {"mode": "off"}), "distributed")
+    except ValueError:
+        return None  # the run names the bad field when it reads the config
+    if distributed.joins_a_job(dc):
         return None
     import jax
     if jax.default_backend() != "cpu":
         return None
     path = config_file.split(":", 1)[0]
-    variant = (f"--config={path}:cpu" if os.path.basename(path) in
-               ("impala_atari.py", "ppo_atari.py") else "--config.network.torso=nature_cnn")
-    return (f"note: JAX runs on CPU and network.torso='impala_resnet' is a GPU-sized network: "
-            f"expect up to half a minute to the first update, then ~100 env steps/s on 2 "
-            f"cores (an ETA of over a hundred hours). For a CPU-sized "
+    variant = (f"--config={path}:cpu" if "cpu" in config_variants(config_file)
+               else "--config.network.torso=nature_cnn")
+    return (f"note: JAX runs on CPU and network.torso={net.get('torso')!r} is a GPU-sized "
+            f"network: expect up to half a minute to the first update, then ~100 env steps/s "
+            f"on 2 cores (an ETA of over a hundred hours). For a CPU-sized "
             f"run use {variant} (Nature CNN, fewer envs; README, throughput table).")
 
 

@@ -53,10 +53,17 @@ def _under_slurm() -> bool:
     return int(os.environ.get("SLURM_NTASKS", "1")) > 1
 
 
+def joins_a_job(cfg: DistributedConfig) -> bool:
+    """Whether `initialize(cfg)` will join a multi-host job: `on`, several processes given, or
+    `auto` under a SLURM job of several tasks. Until it has joined, nothing may query a device
+    (the device ids are then checked after the join)."""
+    return cfg.mode != "off" and (cfg.mode == "on" or cfg.num_processes > 1 or _under_slurm())
+
+
 def initialize(cfg: DistributedConfig) -> bool:
     """Joins the job if configured; returns True when running with several processes."""
     explicit = cfg.num_processes > 1
-    if cfg.mode == "off" or (cfg.mode == "auto" and not explicit and not _under_slurm()):
+    if not joins_a_job(cfg):
         return False
     if jax.distributed.is_initialized():
         return jax.process_count() > 1

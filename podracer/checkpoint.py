@@ -9,14 +9,14 @@ this module gathers the names from the modules that do the work, one job each:
 """
 from __future__ import annotations
 
-from sebulba.checkpoint_format import (DAMAGED_PREFIX, FORMAT_VERSION, DamagedCheckpointError,
-                                       Progress, PyTree, describe)
-from sebulba.checkpoint_read import (candidates, check_metadata, damage, is_checkpoint_dir,
-                                     list_steps, load_metadata, load_raw, move_aside, resolve,
-                                     run_dir_of)
-from sebulba.checkpoint_restore import (check_compatible, config_diff, config_from_metadata,
-                                        load_params, restore)
-from sebulba.checkpoint_save import Checkpointer
+from podracer.checkpoint_format import (DAMAGED_PREFIX, FORMAT_VERSION, DamagedCheckpointError,
+                                        Progress, PyTree, describe)
+from podracer.checkpoint_read import (candidates, check_metadata, damage, is_checkpoint_dir,
+                                      list_steps, load_metadata, load_raw, move_aside, resolve,
+                                      run_dir_of)
+from podracer.checkpoint_restore import (check_compatible, config_diff, config_from_metadata,
+                                         load_params, restore)
+from podracer.checkpoint_save import Checkpointer
 
 __all__ = [
     "DAMAGED_PREFIX", "FORMAT_VERSION", "Checkpointer", "DamagedCheckpointError", "Progress",

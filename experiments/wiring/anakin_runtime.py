@@ -1,0 +1,73 @@
+"""The Anakin runtime as the wiring drives it (experiments/wiring/runtimes.py's `Driver`): a
+JAX-native env named by `env.name` (anakin/envs.py), acting, env steps and learning compiled
+into one program per update (anakin/runtime.py, loop.py).
+
+Its section is `AnakinConfig` (anakin/runtime.py): the top-level fields it reads, with
+`learner_device_ids` the devices (each acts, steps its envs and learns) and `num_envs` the
+environments per process, split evenly over them; the Sebulba-only fields (`actor_device_ids`,
+`num_actor_threads`, `queue_size`, `actor_overlap`, `synchronous`, ...) do not apply, and the
+data is on-policy by nature (the policy that acts is the one being updated: lag 0). Periodic
+evaluation plays the same JAX env on the device (anakin/evaluation.py).
+"""
+from __future__ import annotations
+
+import jax
+import ml_collections
+
+from anakin import envs as anakin_envs
+from anakin import evaluation, loop, runtime
+from experiments.wiring.runtimes import Started
+from podracer import compile_cache
+from podracer.schema import read_section
+from podracer.validation import ConfigError
+
+
+def make_env(env_config) -> anakin_envs.AutoReset:
+    """The JAX-native env `env.name` names; a ConfigError naming it when there is none."""
+    try:
+        return anakin_envs.make_env(env_config.name, dict(env_config.options or {}))
+    except ValueError as e:
+        raise ConfigError(f"env.name={env_config.name!r}: {e}") from None
+
+
+class AnakinRuntime:
+    name = "anakin"
+    takes_host_envs = False
+
+    def read(self, config: ml_collections.ConfigDict, env):
+        return read_section(runtime.AnakinConfig, config, "", whole=False), env, None
+
+    def check_env(self, env, joins_a_job: bool) -> None:
+        # Importing gymnax starts JAX's backend, which must wait for a multi-host join: then
+        # `start` checks it, right after joining.
+        if not joins_a_job:
+            make_env(env)
+
+    def check_devices(self, ac: runtime.AnakinConfig):
+        try:
+            return runtime.make_mesh(ac.learner_device_ids)
+        except ValueError as e:
+            raise ConfigError(f"learner_device_ids={list(ac.learner_device_ids)}: {e}") from None
+
+    def start(self, sections, make_env_fn, wrap_env) -> Started:
+        ac = sections.runtime
+        compile_cache.enable(ac.compilation_cache_dir)
+        env = make_env(sections.env)
+        mesh = self.check_devices(ac)  # the run's one mesh: the loop reuses it
+        example_obs = jax.tree.map(lambda x: x[None], env.reset(jax.random.key(0)).obs)
+        processes = jax.process_count()
+        shape, plan = ac.batch_shape(processes), ac.plan(processes)
+        describe = (f"anakin: {ac.num_envs} envs per process on device(s) "
+                    f"{list(ac.learner_device_ids)} x {processes} process(es), "
+                    f"{ac.updates_per_call} update(s) per compiled call",)
+
+        def train(agent, logger, **kwargs):
+            return loop.train(agent, env, ac, logger, mesh=mesh, **kwargs)
+
+        def play_for(player, run):
+            return evaluation.make_play(env, player, run.eval_episodes, run.eval_num_envs)
+
+        return Started(env.action_space, example_obs, shape, plan, describe, train, play_for)
+
+
+DRIVER = AnakinRuntime()

@@ -1,0 +1,55 @@
+"""The runtimes a config can run on, as the wiring sees them: one `Driver` each
+(experiments/wiring/sebulba_runtime.py, anakin_runtime.py; sections.DRIVERS maps
+`config.runtime` to them).
+
+A driver is what differs between the runtimes in a run; everything else (reading the other
+sections, building the network and agent, the session, the evaluation hook, the exits) is
+written once, in run.py and its helpers. A driver reads its own section of the config,
+checks what only it can (the env name, the device ids), and, once the run has joined its
+multi-host job, `start`s: builds its devices and probes its env once, and hands back what the
+run needs (`Started`).
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, Protocol
+
+from podracer.batch import BatchShape, UpdatePlan
+
+# (actor_params, seed, should_stop) -> (returns, lengths): a runtime's evaluation game loop.
+PlayFn = Callable[[Any, int, Callable[[], bool]], tuple[list[float], list[int]]]
+
+
+@dataclasses.dataclass(frozen=True)
+class Started:
+    """A runtime ready to train, after the join: built once per run."""
+
+    action_space: Any                 # of one env (gymnasium space): picks the policy head
+    example_obs: Any                  # one observation batch (leading axis of any size)
+    shape: BatchShape                 # the batch the agent is built for (processes joined)
+    plan: UpdatePlan                  # the run's update counts
+    describe: tuple[str, ...]         # the layout lines printed at start
+    # train(agent, logger, **kwargs) -> podracer.results.TrainResult (checkpointer, resume,
+    # on_update, and the runtime's own keyword arguments).
+    train: Callable[..., Any]
+    # play_for(player, run_config) -> PlayFn: the runtime's game loop for evaluation.
+    play_for: Callable[[Any, Any], PlayFn]
+
+
+class Driver(Protocol):
+    name: str
+    takes_host_envs: bool             # accepts a user make_env / wrap_env (host env batches)
+
+    def read(self, config, env) -> tuple[Any, Any, Any]:
+        """(the runtime's section, the env section as it will run, the layout or None); a
+        ConfigError naming the field for a bad value."""
+
+    def check_env(self, env, joins_a_job: bool) -> None:
+        """A ConfigError naming env.name unless this runtime can make it."""
+
+    def check_devices(self, section) -> None:
+        """A ConfigError naming the device ids unless this host has them (queries devices:
+        never before a multi-host join)."""
+
+    def start(self, sections, make_env, wrap_env) -> Started:
+        """After the join: the runtime's devices, its env probed once, its train and play."""

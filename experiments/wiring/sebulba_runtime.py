@@ -1,0 +1,86 @@
+"""The Sebulba runtime as the wiring drives it (experiments/wiring/runtimes.py's `Driver`):
+host env batches (EnvPool, a registered env, gymnasium, or the caller's `make_env`), actor
+threads and the learner (sebulba/runner.py).
+
+Its section is `RuntimeConfig` (sebulba/runtime_config.py), read with the auto layout resolved
+once here (sebulba.layout.resolve) and written back into the ConfigDict, so config.json and
+checkpoints record the layout that runs. After the join, `start` builds the device topology
+and probes the env once; the runner reuses both.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import ml_collections
+
+from experiments.wiring.runtimes import Started
+from podracer import compile_cache
+from podracer.schema import read_section
+from podracer.validation import ConfigError
+from sebulba import envs, evaluation, layout, runner, topology
+from sebulba.runtime_config import RuntimeConfig
+
+
+class SebulbaRuntime:
+    name = "sebulba"
+    takes_host_envs = True
+
+    def read(self, config: ml_collections.ConfigDict, env: envs.EnvConfig):
+        rc = read_section(RuntimeConfig, config, "", whole=False)
+        try:
+            chosen = layout.resolve(rc, env.num_threads)
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
+        rc = chosen.runtime
+        env = dataclasses.replace(env, num_threads=chosen.env_threads)
+        config.num_actor_threads = rc.num_actor_threads
+        if "env" in config and "num_threads" in config.env:
+            config.env.num_threads = chosen.env_threads
+        return rc, env, chosen
+
+    def check_env(self, env: envs.EnvConfig, joins_a_job: bool) -> None:
+        try:
+            envs.check_env_id(env.name)
+        except ValueError as e:
+            raise ConfigError(f"env.name={env.name!r}: {e}") from None
+
+    def check_devices(self, rc: RuntimeConfig) -> topology.Topology:
+        try:
+            return topology.make_topology(rc.actor_device_ids, rc.learner_device_ids,
+                                          rc.envs_per_thread)
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
+
+    def start(self, sections, make_env, wrap_env) -> Started:
+        rc = sections.runtime
+        compile_cache.enable(rc.compilation_cache_dir)  # before anything compiles
+        topo = self.check_devices(rc)  # the run's one topology: the runner reuses it
+        base_env = make_env or (lambda n, seed: envs.make_env(sections.env, n, seed))
+        probe = base_env(1, rc.seed)  # the one env probe of the run: action space, example obs
+        action_space, example_obs = probe.action_space, probe.reset()
+        probe.close()
+
+        def actor_env(n: int, seed: int):
+            env = base_env(n, seed)
+            return wrap_env(env) if wrap_env is not None else env
+
+        def train(agent, logger, **kwargs):
+            return runner.train(agent, actor_env, rc, logger, example_obs=example_obs,
+                                topology=topo, **kwargs)
+
+        # Evaluation plays whole games: env ids get the evaluation settings; a user's env
+        # factory is used as it is.
+        eval_env = make_env or (lambda n, seed: envs.make_env(
+            evaluation.eval_env_config(sections.env), n, seed))
+
+        def play_for(player, run):
+            return lambda ap, seed, should_stop: evaluation.play(
+                lambda n: player.actor(ap, n), eval_env, run.eval_episodes, run.eval_num_envs,
+                seed, should_stop)
+
+        processes = topo.num_processes
+        return Started(action_space, example_obs, rc.batch_shape(processes),
+                       rc.plan(processes), (sections.layout.describe(),), train, play_for)
+
+
+DRIVER = SebulbaRuntime()
