@@ -68,6 +68,10 @@ class StopOnSignal(contextlib.AbstractContextManager):
         return self
 
     def _watch(self, fd: int) -> None:
+        # This thread only watches: the signals go to the main thread, whose blocking calls
+        # they interrupt (the handler runs there), not to this one.
+        if hasattr(signal, "pthread_sigmask"):
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
         count, last = 0, signal.SIGINT
         try:
             while data := os.read(fd, 64):  # b"" once __exit__ closes the write end

@@ -125,18 +125,18 @@ def agent_with(transform, name: str = "impala"):
     import agents
     base = agents.get_agent(name)
 
-    def build(network, agent_config, runtime, num_updates):
-        return transform(base.build(network, agent_config, runtime, num_updates))
+    def build(network, agent_config, batch, num_updates):
+        return transform(base.build(network, agent_config, batch, num_updates))
     return dataclasses.replace(base, build=build)
 
 
 # --- small networks and synthetic rollouts -----------------------------------------------------
 
 ACTIONS = 3
-# One action space per policy head: categorical, tanh-squashed Gaussian, mixed (Dict).
 # IMPALA's optimiser constants for a 640-sample gradient step (cleanba's, by the rule of
 # agents/impala/config.py): for tests that build IMPALA with make_agent, without a batch.
 IMPALA_640 = {"rmsprop_eps": (0.01 / 640) ** 2, "max_grad_norm": 40.0 / 640}
+# One action space per policy head: categorical, tanh-squashed Gaussian, mixed (Dict).
 
 ACTION_SPACES = {
     "discrete": spaces.Discrete(ACTIONS),

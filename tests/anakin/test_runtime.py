@@ -127,11 +127,22 @@ def test_rollout_flags_and_true_episode_returns():
 
 
 def test_fused_updates_equal_single_calls():
+    """K updates fused into one call are the K single calls: the same state, and every update
+    keeps its own metrics and its own finished games (the host accounts for each)."""
     agent, env = _agent()
-    s1, r1, _ = _updates(agent, env, 2, n_updates=4)
-    s2, r2, out = _updates(agent, env, 2, n_updates=2, updates_per_call=2)
+    s1, r1, single = _updates(agent, env, 2, n_updates=4)
+    s2, r2, fused = _updates(agent, env, 2, n_updates=2, updates_per_call=2)
     _close(s1.params, s2.params)
     _close(r1.env.obs, r2.env.obs)
+    per_update = [({k: v[i] for k, v in metrics.items()}, games[i])
+                  for metrics, games in fused for i in range(2)]
+    assert len(per_update) == len(single) == 4
+    for (m_fused, g_fused), (m_single, g_single) in zip(per_update, single):
+        assert set(m_fused) == set(m_single)
+        _close(m_fused, m_single)
+        (g_single,) = g_single  # one update's games
+        assert g_fused == g_single  # (return, length) of each game, in order
+    assert sum(len(g) for _, g in per_update) > 0  # 12-step games end inside the calls
 
 
 def test_recurrent_core_state_matches_what_the_actor_used():

@@ -1,0 +1,94 @@
+"""Anakin with `updates_per_call` = K > 1 (anakin/loop.py): every update of a fused call counts,
+logs and triggers the cadence as if it ran alone. Before, the counter jumped by K per call, so
+checkpoints and evaluations came only at multiples of lcm(K, N), the non-finite guard saw only
+each call's last update, and only that update's metrics were logged."""
+import dataclasses
+import os
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+from experiments import train
+from experiments.configs import ppo_gymnax
+from podracer import checkpoint
+from podracer.finite import NonFiniteError
+from tests.helpers import agent_with, quiet_config, read_metrics
+
+T, B = 8, 8
+
+
+def _config(tmp_path, **overrides):
+    return quiet_config(ppo_gymnax.get_config(), tmp_path / "run", num_envs=B, unroll_length=T,
+                        **{"agent.num_minibatches": 2, "agent.num_epochs": 1,
+                           "updates_per_call": 4, "checkpoint_every_minutes": 0.0,
+                           **overrides})
+
+
+class _Hook:
+    """An on_update hook that says when it is due (as the evaluator does): it must see
+    exactly its updates, each with that update's own state."""
+
+    def __init__(self, every: int) -> None:
+        self.every, self.seen = every, []
+
+    def due(self, update: int) -> bool:
+        return update % self.every == 0
+
+    def __call__(self, update, env_steps, state):
+        if self.due(update):
+            self.seen.append((update, env_steps, int(state.update)))
+
+
+def test_every_fused_update_is_logged_checkpointed_and_hooked(tmp_path):
+    hook = _Hook(every=5)
+    config = _config(tmp_path, total_env_steps=T * B * 13, checkpoint_every_updates=3,
+                     checkpoint_keep=10)
+    result = train.run(config, on_update=hook)
+    assert result.updates == 13 and result.env_steps == 13 * T * B
+    rows = read_metrics(tmp_path / "run")
+    assert [r["updates"] for r in rows] == list(range(1, 14))  # one row per update
+    assert [r["step"] for r in rows] == [T * B * u for u in range(1, 14)]
+    assert len({r["loss/total"] for r in rows}) == 13  # each update's own metrics
+    # Checkpoints at every multiple of 3 (and the final one), not of lcm(4, 3) = 12 only.
+    steps = checkpoint.list_steps(os.path.join(tmp_path, "run", "checkpoints"))
+    assert steps == [3, 6, 9, 12, 13]
+    for step in (3, 6, 9):
+        meta = checkpoint.load_metadata(os.path.join(tmp_path, "run", "checkpoints", str(step)))
+        assert (meta["updates"], meta["env_steps"]) == (step, step * T * B)
+    # The hook saw updates 5 and 10 with their own states (not lcm(4, 5) = 20: never).
+    assert hook.seen == [(5, 5 * T * B, 5), (10, 10 * T * B, 10)]
+
+
+def _nan_at(updates: set[int]):
+    """PPO whose update number u (1-based) in `updates` makes non-finite parameters."""
+    def transform(agent):
+        def learn_step(state, rollout, axis_name):
+            new_state, metrics = agent.learn_step(state, rollout, axis_name)
+            bad = jnp.isin(state.update + 1, jnp.asarray(sorted(updates)))
+            nan = jnp.where(bad, jnp.nan, 0.0)
+            return new_state._replace(params=jax.tree.map(lambda p: p + nan,
+                                                           new_state.params)), metrics
+        return dataclasses.replace(agent, learn_step=learn_step)
+    return agent_with(transform, "ppo")
+
+
+def test_a_skipped_update_inside_a_fused_call_is_counted(tmp_path, capsys):
+    config = _config(tmp_path, total_env_steps=T * B * 8, checkpoint_keep=0)
+    result = train.run(config, agent=_nan_at({2}))
+    rows = read_metrics(tmp_path / "run")
+    assert [r["nonfinite/skipped"] for r in rows] == [0, 1, 0, 0, 0, 0, 0, 0]
+    assert [r["nonfinite/total"] for r in rows] == [0, 1, 1, 1, 1, 1, 1, 1]
+    assert result.last_metrics["nonfinite/total"] == 1.0
+    assert "update 2 at env step 128 was non-finite" in capsys.readouterr().out
+
+
+def test_nonfinite_updates_in_a_row_are_counted_in_updates_not_calls(tmp_path):
+    config = _config(tmp_path, total_env_steps=T * B * 40, max_nonfinite_updates=3,
+                     checkpoint_keep=1)
+    with pytest.raises(NonFiniteError, match=r"3 non-finite updates in a row .*stopped at env "
+                                             r"step 448.*Checkpoint of the last good learner "
+                                             r"state: \S+/checkpoints/8"):
+        train.run(config, agent=_nan_at({5, 6, 7}))
+    rows = read_metrics(tmp_path / "run")
+    assert [r["nonfinite/skipped"] for r in rows] == [0, 0, 0, 0, 1, 1, 1]
