@@ -206,16 +206,17 @@ def learner_updates(agent, batches, learner_ids=(0,)):
 # --- one real actor thread ---------------------------------------------------------------------
 
 def run_actor(n: int, initial_params, *, queue_size: int | None = None, timeout: float = 120.0,
-              on_message=None, **actor_kwargs):
+              on_message=None, out_queue: queue.Queue | None = None, **actor_kwargs):
     """Starts a sebulba.actor.ActorThread (actor 0, on device 0 unless `device` is given) on
-    `initial_params` published as version 0, takes `n` messages from its queue (of
-    `queue_size`, default `n`), stops it and re-raises any failure of its; returns
-    (messages, actor). `on_message(k, message, params_source)` runs after message k, e.g. to
-    publish the next parameter version to a synchronous actor."""
+    `initial_params` published as version 0, takes `n` messages from its queue (`out_queue`,
+    or a new one of `queue_size`, default `n`), stops it and re-raises any failure of its;
+    returns (messages, actor). `on_message(k, message, params_source)` runs after message k,
+    e.g. to publish the next parameter version to a synchronous actor."""
     from sebulba.actor import ActorThread
     from sebulba.pipeline import Lifetime, ParamsSource
     device = actor_kwargs.pop("device", None) or jax.devices()[0]
-    lifetime, out = Lifetime(), queue.Queue(maxsize=queue_size or n)
+    lifetime = Lifetime()
+    out = out_queue if out_queue is not None else queue.Queue(maxsize=queue_size or n)
     source = ParamsSource([device], lifetime)
     source.publish(initial_params, 0)
     actor = ActorThread(actor_id=0, device=device, params=source, out_queue=out,

@@ -16,15 +16,12 @@ steps with inference, with two half-pools. From the rollouts taken out of the th
 """
 from __future__ import annotations
 
-import inspect
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 from gymnasium import spaces
 
-from sebulba.actor import ActorThread
 from podracer.agent import Agent
 from sebulba.envs import TimeStep
 from sebulba.topology import make_topology
@@ -96,24 +93,19 @@ def _trivial_agent() -> Agent:
 
 
 SEED = 3
-# The thread's overlap modes, where it has them (sebulba/actor.py): "off" steps one pool,
-# "on" two half-pools in turn.
-_OVERLAP = (["off", "on"] if "make_env_sized" in inspect.signature(ActorThread).parameters
-            else [None])
 
 
-def _collect(truncate: bool, overlap: str | None):
-    """Runs a real ActorThread until NUM_ROLLOUTS messages are out; returns them on the host."""
+def _collect(truncate: bool, overlap: str):
+    """Runs a real ActorThread until NUM_ROLLOUTS messages are out; returns them on the host.
+    `overlap`: "off" steps one pool, "on" two half-pools in turn (sebulba/actor.py)."""
     topo = make_topology((0,), (1, 2), NUM_ENVS)
-    extra = {} if overlap is None else dict(
-        overlap=overlap, make_env_sized=lambda n, seed: FiveStepEnv(n, seed, truncate))
     msgs, actor = run_actor(NUM_ROLLOUTS, {"shift": jnp.zeros((), jnp.int32)},
                             agent=_trivial_agent(),
                             make_env=lambda seed: FiveStepEnv(NUM_ENVS, seed, truncate),
                             seed=SEED, unroll_length=UNROLL,
-                            learner_sharding=topo.local_batch_sharded(), **extra)
-    if overlap is not None:  # the half-pool path really ran (or really did not)
-        assert actor.overlapping == (overlap == "on")
+                            learner_sharding=topo.local_batch_sharded(), overlap=overlap,
+                            make_env_sized=lambda n, seed: FiveStepEnv(n, seed, truncate))
+    assert actor.overlapping == (overlap == "on")  # the half-pool path really ran, or did not
     return [(jax.device_get(m.rollout), m.episodes) for m in msgs]
 
 
@@ -132,7 +124,7 @@ def _game(start: int) -> tuple[float, int]:
     return float(ret), LENGTH - start
 
 
-@pytest.mark.parametrize("overlap", _OVERLAP)
+@pytest.mark.parametrize("overlap", ["off", "on"])
 @pytest.mark.parametrize("truncate", [False, True], ids=["terminating", "truncating"])
 def test_rollouts_align_obs_actions_rewards_flags_and_episodes(truncate, overlap):
     msgs = _collect(truncate, overlap)

@@ -4,9 +4,12 @@ uninterrupted run, a longer one continues from the checkpoint's rate without a j
 import os
 import signal
 
+import jax
 import numpy as np
 
+from agents import schedules
 from experiments import impala_atari
+from podracer import checkpoint
 from tests.helpers import classic_config, read_metrics
 
 
@@ -61,7 +64,7 @@ def test_resume_keeps_or_restretches_the_learning_rate_schedule(tmp_path):
     short = classic_config(tmp_path / "short", total_env_steps=2048)
     _run(short)
     longer = classic_config(tmp_path / "short", total_env_steps=4096, resume=short.run_dir)
-    _run(longer)
+    result = _run(longer)
     rates = [r for _, r in sorted(_rates(short.run_dir).items())]
     assert len(rates) == 16
     last_before = rates[7]
@@ -69,3 +72,14 @@ def test_resume_keeps_or_restretches_the_learning_rate_schedule(tmp_path):
     expected = [last_before * (16 - c) / (16 - 7) for c in range(8, 16)]
     np.testing.assert_allclose(rates[8:], expected, rtol=1e-4)
     assert all(r > 0 for r in rates)
+    # The logged rate is the schedule at the learner's counter; optax applies it at its own
+    # step count. That count must be the update counter (it lagged once: podracer/finite.py),
+    # and the schedule the resumed run saved must give the same rates at it.
+    state = result.learner_state
+    counts = {int(x) for x in jax.tree.leaves(state.opt_state)
+              if np.issubdtype(np.asarray(x).dtype, np.integer)}
+    assert counts == {int(state.update)} == {16}
+    meta = checkpoint.load_metadata(result.checkpoint)
+    applied = schedules.linear_decay(longer.agent.learning_rate,
+                                     schedules.Horizon.from_dict(meta["lr_horizon"]))
+    np.testing.assert_allclose([float(applied(c)) for c in range(8, 16)], expected, rtol=1e-4)
