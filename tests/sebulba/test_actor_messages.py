@@ -27,7 +27,7 @@ from sebulba import actor_policy
 from sebulba.actor import ActorThread
 from sebulba.pipeline import Lifetime, ParamsSource
 from tests.helpers import run_actor
-from tests.sebulba.test_actor_overlap import ClockEnv
+from tests.sebulba.clock_env import ClockEnv
 
 T, N = 4, 6
 
@@ -72,9 +72,12 @@ def test_each_rollout_carries_the_version_that_made_it(overlap, queue_full):
         if queue_full:
             time.sleep(0.3)  # the learner is behind: the actor finds its queue full
 
+    def env(n, seed):  # 20 ms a step: the consumer publishes well before the actor is done
+        return ClockEnv(n, seed, step_s=0.02)
+
     msgs, actor = run_actor(N, {"version": jnp.int32(0)}, out_queue=q, on_message=on_message,
-                            agent=_version_agent(), make_env=lambda s: ClockEnv(6, s),
-                            make_env_sized=ClockEnv, seed=1, unroll_length=T, overlap=overlap,
+                            agent=_version_agent(), make_env=lambda s: env(6, s),
+                            make_env_sized=env, seed=1, unroll_length=T, overlap=overlap,
                             learner_sharding=SingleDeviceSharding(jax.devices()[0]))
     assert actor.overlapping == (overlap == "on")
     for m in msgs:

@@ -1,5 +1,6 @@
 """The learner's non-finite guard (podracer.finite.keep_finite) on its own, over 2 devices:
-it decides on the new learner state, never on the metrics alone."""
+it decides on the new learner state, never on the metrics alone, and a skipped update keeps the
+floating-point state while its counters advance."""
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -51,7 +52,11 @@ def test_nan_params_on_one_device_skip_the_update_on_all():
     state, metrics = _guarded(lambda old, i: _step(old, {"loss": jnp.float32(1.0)},
                                                    w_delta=jnp.where(i == 1, jnp.nan, 1.0)))
     np.testing.assert_array_equal(state["w"], np.zeros(3))  # the old state, everywhere
-    assert int(state["step"]) == 0 and float(metrics["nonfinite/skipped"]) == 1.0
+    np.testing.assert_array_equal(state["opt"]["nu"], np.zeros(2))
+    assert float(metrics["nonfinite/skipped"]) == 1.0
+    # The counter (an integer leaf) advances as the update made it: a skipped update still
+    # consumed a batch, as the loop's own counter says (a resumed schedule starts from it).
+    assert int(state["step"]) == 1
 
 
 def test_a_nonfinite_optimizer_state_alone_skips_the_update():

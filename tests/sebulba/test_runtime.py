@@ -8,10 +8,10 @@ from tests.helpers import classic_config, read_metrics
 
 def test_runtime_end_to_end_two_learners(tmp_path):
     config = classic_config(tmp_path, actor_device_ids=(0,), learner_device_ids=(1, 2),
-                            num_actor_threads=2, num_envs=4, unroll_length=8,
+                            num_actor_threads=2, num_envs=8, unroll_length=8,
                             total_env_steps=64 * 40)
     result = impala_atari.run(config)
-    steps_per_update = 2 * 4 * 8
+    steps_per_update = 8 * 8  # num_envs per process (2 threads x 4) x T
     assert result.updates == 40
     assert result.env_steps == 40 * steps_per_update
     # Learner state is replicated over exactly the two learner devices.

@@ -47,7 +47,10 @@ BAD = [  # (experiment, overrides, message regex)
     ("impala", {"total_env_steps": 10**15}, r"total_env_steps=10{15} is too large.*2\*\*31"),
     ("impala", {"stop_at_return": float("nan")}, r"stop_at_return=nan must be a finite"),
     ("impala", {"num_envs": 6, "learner_device_ids": (0, 1, 2, 3)},
-     r"num_envs=6 \(per actor thread\) must be divisible by the number of learner devices \(4"),
+     r"num_envs=6 \(per process\) must be divisible by actor devices x learner devices "
+     r"\(1 x 4\)"),
+    ("impala", {"num_envs": 16, "num_actor_threads": 3},
+     r"num_actor_threads=3: num_envs=16 \(per process\) does not split into 3 actor thread"),
     ("impala", {"learner_device_ids": ()}, r"learner_device_ids=\[\] must list at least one"),
     ("impala", {"actor_device_ids": (0, 0)}, r"actor_device_ids=\[0, 0\] must list .* once"),
     ("impala", {"actor_device_ids": (9,)}, r"actor_device_ids contains 9.*allowed ids are 0\.\.3"),
