@@ -29,7 +29,8 @@ export PYTHONPATH="$(git rev-parse --show-toplevel 2>/dev/null || pwd)${PYTHONPA
     2>&1 | tee "$out/hardware.txt"
 cache=$(mktemp -d)  # a fresh compilation cache: launch 1 is cold, launch 2 warm
 # layout name : benchmark flags (total envs, threads per actor device; 0 = auto) : config flags
-# (the config flags of a layout are derived from its benchmark flags below)
+# (the config flags of a layout are derived from its benchmark flags below: num_envs is the
+# total per process in both)
 layouts=("auto:--num_envs 0 --actor_threads 0" "2x64:$layout2" "4x32:$layout4")
 benches=()
 for spec in "${layouts[@]}"; do
@@ -39,7 +40,7 @@ for spec in "${layouts[@]}"; do
   read -r _ total _ threads <<< "$bflags"
   cflags=""
   if [ "$threads" != 0 ]; then
-    cflags="--config.num_actor_threads=$threads --config.num_envs=$((total / threads))"
+    cflags="--config.num_actor_threads=$threads --config.num_envs=$total"
   fi
   echo "== $name"
   # shellcheck disable=SC2086

@@ -42,12 +42,12 @@ def head_of(network) -> WideHeadActorCritic:
     return WideHeadActorCritic(torso=network.torso, action_dist=network.dist)
 
 
-def build(network, agent_config, runtime, num_updates):
-    return impala.build(head_of(network), agent_config, runtime, num_updates)
+def build(network, agent_config, batch, num_updates):
+    return impala.build(head_of(network), agent_config, batch, num_updates)
 
 
-def build_no_greedy(network, agent_config, runtime, num_updates):
-    return dataclasses.replace(build(network, agent_config, runtime, num_updates),
+def build_no_greedy(network, agent_config, batch, num_updates):
+    return dataclasses.replace(build(network, agent_config, batch, num_updates),
                                greedy_step=None)
 
 
