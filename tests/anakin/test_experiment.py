@@ -60,3 +60,27 @@ def test_checkpoint_and_resume_continue_the_run(tmp_path):
 def test_config_errors_name_the_field(tmp_path, overrides, match):
     with pytest.raises(ConfigError, match=match):
         train.run(_config(tmp_path, **overrides))
+
+
+@pytest.mark.parametrize("hook", ["make_env", "wrap_env"])
+def test_host_env_hooks_are_refused_naming_them(tmp_path, hook):
+    """make_env and wrap_env are Sebulba's host env batches: Anakin says so instead of
+    silently training on its own env."""
+    kwargs = {"make_env": lambda n, seed: None} if hook == "make_env" else {
+        "wrap_env": lambda env: env}
+    with pytest.raises(ConfigError, match=rf"runtime='anakin' steps the JAX-native env "
+                                          rf"env\.name='gymnax:CartPole-v1' on the devices; "
+                                          rf"{hook} \(host env batches\) apply to "
+                                          rf"runtime='sebulba' only"):
+        train.run(_config(tmp_path), **kwargs)
+
+
+def test_anakin_fields_have_a_schema(tmp_path):
+    from experiments import wiring
+    from anakin.runtime import AnakinConfig
+    s = wiring.read(_config(tmp_path, updates_per_call=3), devices=False)
+    assert isinstance(s.runtime, AnakinConfig) and s.runtime.updates_per_call == 3
+    assert s.shape.on_policy and s.shape.batch_envs == 64
+    with pytest.raises(ConfigError, match=r"updates_per_call=0 must be a positive integer"):
+        wiring.read(_config(tmp_path, updates_per_call=0), devices=False)
+    assert set(wiring.DRIVERS) == set(wiring.RUNTIMES)  # every runtime a config may name
