@@ -205,6 +205,21 @@ def learner_updates(agent, batches, learner_ids=(0,)):
 
 # --- one real actor thread ---------------------------------------------------------------------
 
+def first_rollouts(actors, queues, lifetime, timeout: float = 120.0) -> list:
+    """Starts actor threads, takes one message from each of their queues, stops and joins
+    them, and re-raises any failure of theirs; returns the messages."""
+    for a in actors:
+        a.start()
+    try:
+        messages = [q.get(timeout=timeout) for q in queues]
+    finally:
+        lifetime.stop()
+        for a in actors:
+            a.join(timeout=30)
+    lifetime.raise_if_failed()
+    return messages
+
+
 def run_actor(n: int, initial_params, *, queue_size: int | None = None, timeout: float = 120.0,
               on_message=None, out_queue: queue.Queue | None = None, **actor_kwargs):
     """Starts a sebulba.actor.ActorThread (actor 0, on device 0 unless `device` is given) on

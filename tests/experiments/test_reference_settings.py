@@ -119,16 +119,16 @@ def _read(module, variant, tmp_path):
     return wiring.read(config, devices=False)
 
 
-@pytest.mark.parametrize("field,ours,source,theirs", PPO_CLEANRL,
-                         ids=[f for f, *_ in PPO_CLEANRL])
-def test_ppo_cleanrl_is_cleanrls_setting(tmp_path, field, ours, source, theirs):
-    assert _value(_read(ppo_atari, "cleanrl", tmp_path), field) == ours, (source, theirs)
+ROWS = ([(ppo_atari, "cleanrl", *row) for row in PPO_CLEANRL]
+        + [(impala_atari, "default", *row) for row in IMPALA_CLEANBA])
 
 
-@pytest.mark.parametrize("field,ours,source,theirs", IMPALA_CLEANBA,
-                         ids=[f for f, *_ in IMPALA_CLEANBA])
-def test_impala_atari_default_follows_cleanba(tmp_path, field, ours, source, theirs):
-    assert _value(_read(impala_atari, "default", tmp_path), field) == ours, (source, theirs)
+@pytest.mark.parametrize("module,variant,field,ours,source,theirs", ROWS,
+                         ids=[f"{r[1]}-{r[2]}" for r in ROWS])
+def test_the_setting_is_the_references(tmp_path, module, variant, field, ours, source, theirs):
+    """ppo_atari.py:cleanrl is cleanrl's setting; the IMPALA Atari default cleanba's (bar the
+    differences listed below)."""
+    assert _value(_read(module, variant, tmp_path), field) == ours, (source, theirs)
 
 
 def test_impala_atari_defaults_differences_are_the_stated_ones(tmp_path):

@@ -26,7 +26,7 @@ from podracer.agent import Agent
 from sebulba import actor_policy
 from sebulba.actor import ActorThread
 from sebulba.pipeline import Lifetime, ParamsSource
-from tests.helpers import run_actor
+from tests.helpers import first_rollouts, run_actor
 from tests.sebulba.clock_env import ClockEnv
 
 T, N = 4, 6
@@ -136,15 +136,6 @@ def test_an_odd_pools_two_half_shapes_compile_once_per_device():
                           out_queue=q, learner_sharding=SingleDeviceSharding(device),
                           lifetime=lifetime, overlap="on", policy=policy)
               for i, q in enumerate(queues)]
-    for a in actors:
-        a.start()
-    try:
-        for q in queues:
-            q.get(timeout=120)
-    finally:
-        lifetime.stop()
-        for a in actors:
-            a.join(30)
-    lifetime.raise_if_failed()
+    first_rollouts(actors, queues, lifetime)
     assert {s[0] for s in most} == {3, 2}  # both half shapes were called
     assert set(most.values()) == {1}, most

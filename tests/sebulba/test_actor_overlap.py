@@ -29,7 +29,7 @@ from sebulba.actor import ActorThread
 from podracer.agent import Agent
 from sebulba.envs import EnvConfig, make_env
 from sebulba.pipeline import Lifetime, ParamsSource
-from tests.helpers import classic_config, run_actor
+from tests.helpers import classic_config, first_rollouts, run_actor
 from tests.sebulba.clock_env import ClockEnv
 
 
@@ -230,16 +230,7 @@ def test_actor_threads_share_one_compiled_policy():
                               device), lifetime=lifetime, overlap="off")
               for i, q in enumerate(queues)]
     assert actors[0]._policy is actors[1]._policy is actor_policy.policy_fn(agent)
-    for a in actors:
-        a.start()
-    try:
-        for q in queues:
-            q.get(timeout=120)
-    finally:
-        lifetime.stop()
-        for a in actors:
-            a.join(timeout=30)
-    lifetime.raise_if_failed()
+    first_rollouts(actors, queues, lifetime)
     assert traces == [(4, 4)], traces  # 3 threads, one device, one shape: one trace
 
 
