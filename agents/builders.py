@@ -12,7 +12,9 @@ or Anakin: env columns per learner device per update, T, learner devices, proces
 whether the data is on-policy. `num_updates` is the learning-rate schedule's horizon (the
 planned updates; on a resumed run a re-stretched agents.schedules.Horizon). An optional
 `describe(agent_config, batch) -> str` says at start how the agent splits the batch (gradient
-steps, minibatch sizes, constants derived from them).
+steps, minibatch sizes, constants derived from them), and an optional `resolve(agent_config,
+batch) -> agent_config` sets the fields that depend on the batch (what `build` would set), so
+that N settings can share one program (anakin/population.py).
 
 IMPALA and PPO are built in: their specs (`agents.impala:SPEC`, `agents.ppo:SPEC`) are loaded
 on first use, so nothing registers by importing an unrelated module. A user agent is added with
@@ -37,6 +39,9 @@ AgentBuilder = Callable[[Any, Any, "BatchShape", int], "Agent"]
 ConfigCheck = Callable[[Any, "BatchShape", Any], None]
 # (agent_config, batch) -> a line on how the agent splits the batch (printed at start).
 Describe = Callable[[Any, "BatchShape"], str]
+# (agent_config, batch) -> the config with its batch-dependent fields set ("auto" resolved);
+# `build` resolves the same way, so a resolved config builds the same agent.
+Resolve = Callable[[Any, "BatchShape"], Any]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,6 +54,7 @@ class AgentSpec:
     config_cls: type
     checks: tuple[ConfigCheck, ...] = ()
     describe: Describe | None = None
+    resolve: Resolve | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -64,9 +70,11 @@ class AgentSpec:
         if bad:
             raise TypeError(f"agent {self.name!r}: checks must be callables (agent_config, "
                             f"batch, network_config) -> None; got {bad!r}.")
-        if self.describe is not None and not callable(self.describe):
-            raise TypeError(f"agent {self.name!r}: describe must be callable (agent_config, "
-                            f"batch) -> str; got {self.describe!r}.")
+        for name in ("describe", "resolve"):
+            f = getattr(self, name)
+            if f is not None and not callable(f):
+                raise TypeError(f"agent {self.name!r}: {name} must be callable (agent_config, "
+                                f"batch); got {f!r}.")
         object.__setattr__(self, "checks", checks)  # any sequence in, a hashable tuple kept
 
 
@@ -86,11 +94,11 @@ AGENTS: Registry[AgentSpec] = Registry(
 
 def register_agent(name: str, build: AgentBuilder, *, config_cls: type,
                    checks: Sequence[ConfigCheck] = (), describe: Describe | None = None,
-                   overwrite: bool = False) -> AgentSpec:
+                   resolve: Resolve | None = None, overwrite: bool = False) -> AgentSpec:
     """Registers an agent under `name` (see the module docstring) and returns its spec.
     Registering a name again needs overwrite=True, unless it is the same spec again (its module
     imported twice, or reloaded); the built-in names cannot be replaced."""
-    spec = AgentSpec(name, build, config_cls, tuple(checks), describe)
+    spec = AgentSpec(name, build, config_cls, tuple(checks), describe, resolve)
     old = AGENTS.find(name)
     if old is not None and _same_spec(old, spec):
         return old
@@ -112,8 +120,9 @@ def _same_spec(a: AgentSpec, b: AgentSpec) -> bool:
     """Same builder, config class, checks and describe (by module and name: a reloaded module
     makes new objects)."""
     pairs = [(a.build, b.build), (a.config_cls, b.config_cls)] + list(zip(a.checks, b.checks))
-    if (a.describe is None) != (b.describe is None):
-        return False
-    if a.describe is not None:
-        pairs.append((a.describe, b.describe))
+    for x, y in ((a.describe, b.describe), (a.resolve, b.resolve)):
+        if (x is None) != (y is None):
+            return False
+        if x is not None:
+            pairs.append((x, y))
     return len(a.checks) == len(b.checks) and all(same_definition(x, y) for x, y in pairs)

@@ -12,6 +12,10 @@ alone: each gets its own metrics row, its own games, its own non-finite count. A
 early at an update where a checkpoint or evaluation is due by count (`Ledger.due`), running the
 updates up to it one per call, so the hook sees that update's own state.
 
+A population (anakin/population.py: N seeds and settings in one program) runs through the same
+loop: each member has its own logger, episode window and non-finite count, as if it ran alone,
+and one checkpoint holds the whole population.
+
 Signals as in the Sebulba runtime, with the same handler (podracer/signals.py): the first
 SIGINT / SIGTERM stops after the call in flight and the final checkpoint holds it; then SIGTERM
 (pre-emption) returns normally and SIGINT raises `Interrupted` carrying the TrainResult. A
@@ -26,12 +30,13 @@ compilation, the watcher ends the process a few seconds after the second signal 
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import jax
 import numpy as np
 from jax.sharding import Mesh
 
+from anakin import population as pop
 from anakin import runtime
 from podracer import distributed
 from podracer.agent import Agent
@@ -45,67 +50,144 @@ from podracer.signals import Abandoned, StopOnSignal, wait_ready
 PyTree = Any
 
 
-def train(agent: Agent, env, ac: runtime.AnakinConfig, logger: MetricsLogger, *,
+class _Single:
+    """One agent: today's compiled update, unbatched (its checkpoints and speed unchanged)."""
+
+    def __init__(self, agent: Agent, env, ac, mesh: Mesh) -> None:
+        self.agent, self.env, self.ac, self.mesh = agent, env, ac, mesh
+        self.fused: dict[int, Callable] = {}
+
+    def init(self, example, start_update: int, resume: Progress | None):
+        ac = self.ac
+        state = (self.agent.init(jax.random.key(ac.seed), example) if resume is None
+                 else resume.learner_state)
+        runner = runtime.init_runner(self.agent, self.env,
+                                     runtime.runner_key(ac.seed, start_update), ac.num_envs)
+        return runtime.place_replicated(state, self.mesh), runtime.place_runner(runner, self.mesh)
+
+    def update(self, k: int, state, runner):
+        if k not in self.fused:
+            self.fused[k] = runtime.make_update_fn(self.agent, self.env, self.mesh,
+                                                   self.ac.unroll_length, k)
+        return self.fused[k](state, runner)
+
+    @staticmethod
+    def split(metrics: dict, eps, k: int) -> tuple[list[list[dict]], list[list[list]]]:
+        """[update][member] metrics and games of a call of k updates."""
+        games = runtime.local_episodes(eps)
+        rows = [metrics] if k == 1 else [{n: v[i] for n, v in metrics.items()} for i in range(k)]
+        return [[m] for m in rows], [[g] for g in games]
+
+
+class _Population:
+    """M members in one program (anakin/population.py)."""
+
+    def __init__(self, population: pop.Population, env, ac, mesh: Mesh) -> None:
+        self.population, self.env, self.ac, self.mesh = population, env, ac, mesh
+        self.hparams = population.stacked_hparams()
+        self.fused: dict[int, Callable] = {}
+
+    def init(self, example, start_update: int, resume: Progress | None):
+        states, runners = pop.init(self.population, self.env, example, start_update,
+                                   self.ac.num_envs)
+        if resume is not None:
+            states = resume.learner_state
+        return pop.place(states, runners, self.mesh)
+
+    def update(self, k: int, states, runners):
+        if k not in self.fused:
+            self.fused[k] = pop.make_update_fn(self.population, self.env, self.mesh,
+                                               self.ac.unroll_length, k)
+        return self.fused[k](self.hparams, states, runners)
+
+    def split(self, metrics: dict, eps, k: int):
+        size = self.population.size
+        games = pop.local_episodes(eps, size)
+        stacked = metrics if k > 1 else {n: np.asarray(v)[None] for n, v in metrics.items()}
+        rows = [[{n: v[i][m] for n, v in stacked.items()} for m in range(size)]
+                for i in range(k)]
+        return rows, games
+
+
+def train(agent: Agent | pop.Population, env, ac: runtime.AnakinConfig,
+          logger: MetricsLogger | Sequence[MetricsLogger], *,
           checkpointer: Checkpointer | None = None, resume: Progress | None = None,
           on_update: Callable[[int, int, PyTree], None] | None = None,
           mesh: Mesh | None = None) -> TrainResult:
-    """Trains `agent` on the JAX-native `env` (anakin.envs) for the run's planned updates.
-    `resume` continues a checkpointed run (fresh env streams, as Sebulba's actors);
-    `checkpointer` saves on its schedule and at the end and is closed here. `on_update(update,
-    env_steps, state)` runs after every update whose state the loop holds (each update, or
-    each call's last with K > 1); a hook with `due(update)` (podracer.ledger.UpdateHook, the
+    """Trains `agent` (or a Population of M members, each with its own logger in `logger`) on
+    the JAX-native `env` (anakin.envs) for the run's planned updates. `resume` continues a
+    checkpointed run (fresh env streams, as Sebulba's actors); `checkpointer` saves on its
+    schedule and at the end and is closed here. `on_update(update, env_steps, state)` (one
+    agent only) runs after every update whose state the loop holds (each update, or each
+    call's last with K > 1); a hook with `due(update)` (podracer.ledger.UpdateHook, the
     evaluator) gets exactly its updates. Ctrl-C raises `Interrupted` after the final
     checkpoint; a lost peer process raises `distributed.PeerLost`. `mesh`: the devices' mesh,
     if the caller has built it already (for `ac.learner_device_ids`)."""
+    population = isinstance(agent, pop.Population) and agent.size > 1
+    loggers = list(logger) if isinstance(logger, (list, tuple)) else [logger]
+    if population:
+        size = agent.size
+        if len(loggers) != size:
+            raise ValueError(f"a population of {size} members needs {size} loggers, got "
+                             f"{len(loggers)}.")
+        if on_update is not None:
+            raise ValueError("on_update takes one agent's state; a population has several.")
+    else:
+        size = 1
+        if isinstance(agent, pop.Population):
+            agent = agent.make_agent(agent.member_hparams(0))
     mesh = mesh if mesh is not None else runtime.make_mesh(ac.learner_device_ids)
+    program = (_Population(agent, env, ac, mesh) if population else _Single(agent, env, ac, mesh))
     processes = jax.process_count()
     plan = ac.plan(processes)
     start_updates = resume.updates if resume else 0
     start_steps = resume.env_steps if resume else 0
-    if resume is None:
-        example = jax.tree.map(lambda x: x[None], env.reset(jax.random.key(0)).obs)
-        state = agent.init(jax.random.key(ac.seed), example)
-    else:
-        state = resume.learner_state
-    state = runtime.place_replicated(state, mesh)
-    runner = runtime.init_runner(agent, env, runtime.runner_key(ac.seed, start_updates),
-                                 ac.num_envs)
-    runner = runtime.place_runner(runner, mesh)
-    fused = {1: runtime.make_update_fn(agent, env, mesh, ac.unroll_length, 1)}
-    if ac.updates_per_call > 1:
-        fused[ac.updates_per_call] = runtime.make_update_fn(
-            agent, env, mesh, ac.unroll_length, ac.updates_per_call)
+    example = jax.tree.map(lambda x: x[None], env.reset(jax.random.key(0)).obs)
+    state, runner = program.init(example, start_updates, resume)
 
-    episodes = EpisodeStats()
+    episodes = [EpisodeStats() for _ in range(size)]
     if resume:
-        episodes.load_state_dict(resume.episodes)
+        saved = resume.episodes["members"] if population else [resume.episodes]
+        for stats, s in zip(episodes, saved):
+            stats.load_state_dict(s)
     updates, env_steps = start_updates, start_steps
     end = plan.planned_updates(start_updates, start_steps)
-    ledger = Ledger(logger, episodes, end_update=end,
-                    max_nonfinite_updates=ac.max_nonfinite_updates,
-                    stop_at_return=ac.stop_at_return, checkpointer=checkpointer,
-                    on_update=on_update)
-    steps = ac.unroll_length * ac.num_envs  # one update's steps on this process
+    ledgers = [Ledger(lg, ep, end_update=end, max_nonfinite_updates=ac.max_nonfinite_updates,
+                      stop_at_return=ac.stop_at_return,
+                      checkpointer=None if population else checkpointer,
+                      on_update=None if population else on_update)
+               for lg, ep in zip(loggers, episodes)]
+
+    def due(update: int) -> bool:
+        return (any(ledger.due(update) for ledger in ledgers)
+                or (population and checkpointer is not None and checkpointer.due(update)))
+
+    def progress() -> Progress:
+        saved = ({"members": [e.state_dict() for e in episodes]} if population
+                 else episodes[0].state_dict())
+        return Progress(state, env_steps, updates, saved)
+
+    steps = ac.unroll_length * ac.num_envs  # one update's steps of a member on this process
     t_start = time.perf_counter()
     # The newest complete update (what a checkpoint saves); None while the state is donated
     # to an update in flight, so a failure never saves a half-made state.
-    snap: Progress | None = Progress(state, env_steps, updates, episodes.state_dict())
+    snap: Progress | None = progress()
     abandoned, nonfinite = False, None
     with StopOnSignal() as signals:
         try:
             while (updates < end and signals.received is None
-                   and not ledger.target_reached):
-                k = _call_length(ac.updates_per_call, updates, end, ledger)
+                   and not all(ledger.target_reached for ledger in ledgers)):
+                k = _call_length(ac.updates_per_call, updates, end, due)
                 t0 = time.perf_counter()
                 snap = None
                 try:
-                    state, runner, metrics, eps = fused[k](state, runner)
+                    state, runner, metrics, eps = program.update(k, state, runner)
                     # Polled, not a blocking device_get: a second signal abandons the call.
                     metrics, eps = wait_ready((metrics, eps), signals.urgent)
-                    metrics = _split(jax.device_get(metrics), k)
+                    rows, games = program.split(jax.device_get(metrics), eps, k)
                     t1 = time.perf_counter()
-                    games = [distributed.gather_episodes(g, steps)
-                             for g in runtime.local_episodes(eps)]
+                    games = [[distributed.gather_episodes(g, steps) for g in per_member]
+                             for per_member in games]
                 except Exception as e:
                     lost = distributed.lost_peer(e)
                     if lost is None:
@@ -114,29 +196,34 @@ def train(agent: Agent, env, ac: runtime.AnakinConfig, logger: MetricsLogger, *,
                         f"lost {lost} during update {updates + 1:,d} (env step "
                         f"{env_steps:,d}); that update's learner state is incomplete and is "
                         f"not saved.") from e
-                rows = []
-                for m, done in zip(metrics, games):
+                records = []
+                for per_member, done in zip(rows, games):
                     updates += 1
                     env_steps += steps * processes
-                    episodes.add(done)
-                    scalars = {name: float(np.asarray(v)) for name, v in m.items()}
-                    scalars.update({
-                        "sps": (env_steps - start_steps) / max(
-                            time.perf_counter() - t_start, 1e-9),
-                        "updates": float(updates), "policy_lag/mean": 0.0,
-                        "policy_lag/max": 0.0, "time/learner_step_s": (t1 - t0) / k,
-                        **episodes.summary()})
-                    rows.append((updates, env_steps, scalars))
+                    for m, (metrics_m, games_m) in enumerate(zip(per_member, done)):
+                        episodes[m].add(games_m)
+                        scalars = {name: float(np.asarray(v)) for name, v in metrics_m.items()}
+                        scalars.update({
+                            "sps": (env_steps - start_steps) / max(
+                                time.perf_counter() - t_start, 1e-9),
+                            "updates": float(updates), "policy_lag/mean": 0.0,
+                            "policy_lag/max": 0.0, "time/learner_step_s": (t1 - t0) / k,
+                            **episodes[m].summary()})
+                        records.append((m, updates, env_steps, scalars))
                 # The call's state is its last update's: counters and state belong together.
-                snap = Progress(state, env_steps, updates, episodes.state_dict())
-                for i, (u, at, scalars) in enumerate(rows):
-                    ledger.record(u, at, scalars, state if i == len(rows) - 1 else None)
+                snap = progress()
+                for i, (m, u, at, scalars) in enumerate(records):
+                    last = i >= len(records) - size
+                    ledgers[m].record(u, at, scalars, state if last and not population else None)
+                if population and checkpointer is not None:
+                    checkpointer.after_update(snap)
         except NonFiniteError as e:  # re-raised below, once the last good state is saved
             nonfinite = e
         except Abandoned:
             abandoned = True
         finally:
-            logger.close()
+            for lg in loggers:
+                lg.close()
             final = None
             if checkpointer is not None:
                 final = checkpointer.close(snap)
@@ -144,26 +231,21 @@ def train(agent: Agent, env, ac: runtime.AnakinConfig, logger: MetricsLogger, *,
         raise NonFiniteError(f"{nonfinite} Checkpoint of the last good learner state: "
                              f"{final or 'none (checkpoints off)'}.") from None
     # After an abandoned call, the newest complete update's state was donated to it: none.
+    members = ([{"episode_summary": e.summary(), "last_metrics": ledger.last_metrics}
+                for e, ledger in zip(episodes, ledgers)] if population else None)
     result = TrainResult(snap.learner_state if snap is not None else None, env_steps, updates,
-                         episodes.summary(), ledger.last_metrics, signals.received, final,
-                         abandoned)
+                         episodes[0].summary(), ledgers[0].last_metrics, signals.received,
+                         final, abandoned, members)
     if signals.received == "SIGINT":
         raise Interrupted(result)
     return result
 
 
-def _call_length(fused: int, updates: int, end: int, ledger: Ledger) -> int:
+def _call_length(fused: int, updates: int, end: int, due: Callable[[int], bool]) -> int:
     """Updates in the next call: the fused K, or 1 when fewer than K are left or a hook is due
     before the K-th (the updates up to it then run one per call, so it sees its own state)."""
     if fused == 1 or end - updates < fused:
         return 1
-    if any(ledger.due(updates + j) for j in range(1, fused)):
+    if any(due(updates + j) for j in range(1, fused)):
         return 1
     return fused
-
-
-def _split(metrics: dict, k: int) -> list[dict]:
-    """Each update's metrics of a call of `k` (host copies; a fused call stacks them)."""
-    if k == 1:
-        return [metrics]
-    return [{name: v[i] for name, v in metrics.items()} for i in range(k)]

@@ -55,13 +55,17 @@ class AnakinConfig:
     updates_per_call: int = 1           # updates fused into one compiled call (lax.scan); each
                                         # is still logged, counted and checkpointed as its own
     compilation_cache_dir: str = DEFAULT_DIR  # JAX's persistent compilation cache; "" = off
+    num_seeds: int = 1                  # agents trained side by side in one program, seeds
+                                        # seed .. seed + num_seeds - 1 (anakin/population.py)
+    vary: str = ""                      # agent fields to cross with the seeds, in the same
+                                        # program: "agent.learning_rate=[1e-4,3e-4];..."
 
     def __post_init__(self) -> None:
         check_types(AnakinConfig, dataclasses.asdict(self))
         ids = tuple(self.learner_device_ids)
         object.__setattr__(self, "learner_device_ids", ids)
         for name in ("num_envs", "unroll_length", "total_env_steps", "max_nonfinite_updates",
-                     "updates_per_call"):
+                     "updates_per_call", "num_seeds"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name}={getattr(self, name)!r} must be a positive integer.")
         if not ids or len(set(ids)) != len(ids):
@@ -265,12 +269,12 @@ def place_replicated(tree: PyTree, mesh: Mesh) -> PyTree:
 
 def place_runner(runner: Runner, mesh: Mesh) -> Runner:
     """This process's envs split along axis 0 over its devices (global arrays, multi-host)."""
-    return _place(runner, NamedSharding(mesh, P(AXIS)))
+    return place_split(runner, mesh, 0)
 
 
-def local_episodes(episodes: Episodes) -> list[list[tuple[float, int]]]:
-    """(return, length) of the games this process's envs finished (host side), one list per
-    update: from one update's record ([T, B]) or a fused call's ([K, T, B]), in order."""
+def host_episodes(episodes: Episodes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """This process's part of a finished-games record as host arrays (over, return, length),
+    whatever leading axes it has; the env axis is the last one."""
     env_axis = episodes.over.ndim - 1
 
     def local(x):
@@ -279,13 +283,28 @@ def local_episodes(episodes: Episodes) -> list[list[tuple[float, int]]]:
         shards = sorted(x.addressable_shards, key=lambda s: s.index[env_axis].start or 0)
         return np.concatenate([np.asarray(s.data) for s in shards], axis=env_axis)
     over, ret, length = (local(x) for x in episodes)
+    return over, ret, length
+
+
+def games(over: np.ndarray, ret: np.ndarray, length: np.ndarray) -> list[tuple[float, int]]:
+    """(return, length) of the games a [T, B] record marks as ended, step by step."""
+    idx = np.nonzero(over)
+    return [(float(a), int(b)) for a, b in zip(ret[idx], length[idx])]
+
+
+def local_episodes(episodes: Episodes) -> list[list[tuple[float, int]]]:
+    """(return, length) of the games this process's envs finished (host side), one list per
+    update: from one update's record ([T, B]) or a fused call's ([K, T, B]), in order."""
+    over, ret, length = host_episodes(episodes)
     if over.ndim == 2:
         over, ret, length = over[None], ret[None], length[None]
-    out = []
-    for o, r, n in zip(over, ret, length):
-        idx = np.nonzero(o)
-        out.append([(float(a), int(b)) for a, b in zip(r[idx], n[idx])])
-    return out
+    return [games(*update) for update in zip(over, ret, length)]
+
+
+def place_split(tree: PyTree, mesh: Mesh, env_axis: int) -> PyTree:
+    """This process's data split along `env_axis` over the devices (global arrays)."""
+    spec = (None,) * env_axis + (AXIS,)
+    return _place(tree, NamedSharding(mesh, P(*spec)))
 
 
 def runner_key(seed: int, start_update: int = 0) -> jax.Array:

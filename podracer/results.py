@@ -20,6 +20,9 @@ class TrainResult:
     # A second signal abandoned an update: its computation still runs, and a normal interpreter
     # exit waits for it (the whole update); callers that end the process use os._exit.
     abandoned: bool = False
+    # Several members trained in one program (anakin/population.py): each one's
+    # {"episode_summary": ..., "last_metrics": ...}; the fields above then hold member 0's.
+    members: list[dict] | None = None
 
 
 class Interrupted(KeyboardInterrupt):

@@ -247,7 +247,7 @@ def _one_round(args, rec: Recorder, config) -> dict[str, float]:
     results: dict[str, float] = {}
     for m in args.measures:
         if m in ANAKIN_MEASURES:  # the same batch as the Sebulba rows: envs in all x T
-            total = config.num_envs * len(config.actor_device_ids) * config.num_actor_threads
+            total = config.num_envs  # per process, over every actor thread
             for n in args.anakin_devices:
                 row = rec.measure_anakin(m, n, total, config.unroll_length)
                 results[row["label"]] = row["steps_per_s"]

@@ -53,8 +53,7 @@ def samples_per_step(cfg: ImpalaConfig, batch: BatchShape) -> int:
 def build(network: nn.Module, cfg: ImpalaConfig, batch: BatchShape, num_updates: int) -> Agent:
     """The builder contract (agents/builders.py): `make_agent` for the run's batch, with
     the clip and RMSProp epsilon of its minibatch size where the config leaves them None."""
-    return make_agent(network, cfg.resolve(samples_per_step(cfg, batch)), num_updates,
-                      batch_envs=batch.batch_envs)
+    return make_agent(network, resolve(cfg, batch), num_updates, batch_envs=batch.batch_envs)
 
 
 def check_minibatches(cfg: ImpalaConfig, batch: BatchShape, network_config) -> None:
@@ -73,7 +72,13 @@ def describe(cfg: ImpalaConfig, batch: BatchShape) -> str:
             f"max_grad_norm {r.max_grad_norm:.6g}, rmsprop_eps {r.rmsprop_eps:.6g}{rule}")
 
 
-SPEC = AgentSpec("impala", build, ImpalaConfig, checks=(check_minibatches,), describe=describe)
+def resolve(cfg: ImpalaConfig, batch: BatchShape) -> ImpalaConfig:
+    """The config `build` trains: clip and epsilon set for the batch's minibatch size."""
+    return cfg.resolve(samples_per_step(cfg, batch))
+
+
+SPEC = AgentSpec("impala", build, ImpalaConfig, checks=(check_minibatches,), describe=describe,
+                 resolve=resolve)
 
 __all__ = ["ImpalaConfig", "LearnerState", "SPEC", "build", "check_minibatches", "describe",
-           "make_agent", "samples_per_step"]
+           "make_agent", "resolve", "samples_per_step"]

@@ -74,6 +74,8 @@ class ImpalaConfig:
     def resolve(self, samples_per_step: int) -> "ImpalaConfig":
         """The config with `rmsprop_eps` and `max_grad_norm` set by the rule of the module
         docstring for `samples_per_step` samples per gradient step, where they are None."""
+        if self.resolved:
+            return self
         n = samples_per_step
         return dataclasses.replace(
             self, rmsprop_eps=(0.01 / n) ** 2 if self.rmsprop_eps is None else self.rmsprop_eps,

@@ -51,8 +51,7 @@ def make_agent(network: nn.Module, cfg: PPOConfig, num_updates: int,
 def build(network: nn.Module, cfg: PPOConfig, batch: BatchShape, num_updates: int) -> Agent:
     """The builder contract (agents/builders.py): correction="auto" resolved for the run's
     data (on-policy or not), then `make_agent` for its batch."""
-    return make_agent(network, cfg.resolve(batch.on_policy), num_updates,
-                      batch_envs=batch.batch_envs)
+    return make_agent(network, resolve(cfg, batch), num_updates, batch_envs=batch.batch_envs)
 
 
 def describe(cfg: PPOConfig, batch: BatchShape) -> str:
@@ -64,7 +63,13 @@ def describe(cfg: PPOConfig, batch: BatchShape) -> str:
             f"update; correction {cfg.resolve(batch.on_policy).correction!r}")
 
 
-SPEC = AgentSpec("ppo", build, PPOConfig, checks=(check_minibatches,), describe=describe)
+def resolve(cfg: PPOConfig, batch: BatchShape) -> PPOConfig:
+    """The config `build` trains: correction="auto" resolved for the batch's data."""
+    return cfg.resolve(batch.on_policy)
+
+
+SPEC = AgentSpec("ppo", build, PPOConfig, checks=(check_minibatches,), describe=describe,
+                 resolve=resolve)
 
 __all__ = ["LearnerState", "PPOConfig", "SPEC", "build", "check_minibatches", "describe",
-           "make_agent"]
+           "make_agent", "resolve"]

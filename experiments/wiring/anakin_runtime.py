@@ -16,6 +16,8 @@ import ml_collections
 
 from anakin import envs as anakin_envs
 from anakin import evaluation, loop, runtime
+from anakin.population import Population
+from experiments.wiring import members
 from experiments.wiring.runtimes import Started
 from podracer import compile_cache
 from podracer.schema import read_section
@@ -36,6 +38,24 @@ class AnakinRuntime:
 
     def read(self, config: ml_collections.ConfigDict, env):
         return read_section(runtime.AnakinConfig, config, "", whole=False), env, None
+
+    def read_members(self, config, ac: runtime.AnakinConfig, agent_cfg, run):
+        """`num_seeds` x the settings of `vary` (experiments/wiring/members.py), or None."""
+        vary = members.parse_vary(ac.vary)
+        if ac.num_seeds == 1 and not vary:
+            return None
+        members.check_values(agent_cfg, config.agent, vary)
+        population = members.members(ac.seed, ac.num_seeds, vary)
+        if run.eval_every_updates > 0:
+            raise ConfigError(f"eval_every_updates={run.eval_every_updates}: periodic "
+                              f"evaluation plays one agent; with {len(population)} members in "
+                              f"one program (num_seeds, vary) it is off: set it to 0 and "
+                              f"evaluate a member's checkpoint with scripts/evaluate.py.")
+        if len(population) == 1:
+            (name, (value,)), = vary
+            raise ConfigError(f"vary={ac.vary!r} makes one member: set "
+                              f"--config.agent.{name}={value!r} instead.")
+        return population
 
     def check_env(self, env, joins_a_job: bool) -> None:
         # Importing gymnax starts JAX's backend, which must wait for a multi-host join: then
@@ -67,7 +87,12 @@ class AnakinRuntime:
         def play_for(player, run):
             return evaluation.make_play(env, player, run.eval_episodes, run.eval_num_envs)
 
-        return Started(env.action_space, example_obs, shape, plan, describe, train, play_for)
+        def check(agent):
+            if isinstance(agent, Population):  # varied fields the agent cannot trace
+                members.check_traceable(agent, env, example_obs, ac)
+
+        return Started(env.action_space, example_obs, shape, plan, describe, train, play_for,
+                       check)
 
 
 DRIVER = AnakinRuntime()

@@ -21,7 +21,7 @@ from experiments.wiring.build import build_network
 from experiments.wiring.evaluation import with_evaluation
 from experiments.wiring.sections import read
 from experiments.wiring.session import (Session, exit_interrupted, exit_now_if_abandoned,
-                                        exit_on_lost_peer, write_summary)
+                                        exit_on_lost_peer)
 from podracer import distributed
 from podracer.results import Interrupted
 from podracer.validation import ConfigError
@@ -59,6 +59,7 @@ def run(config: ml_collections.ConfigDict, make_env: Callable[[int, int], Any] |
     network = build_network(sections, started.action_space)
     session = Session(config, sections, name, network, started.example_obs, started.shape,
                       started.plan)
+    started.check(session.agent)
     # The runtime closes the logger when it ends; the `with` closes it if a step before fails.
     with session.logger() as logger:
         if session.progress is not None:
@@ -76,11 +77,11 @@ def run(config: ml_collections.ConfigDict, make_env: Callable[[int, int], Any] |
         try:
             result = started.train(session.agent, logger, **train_kwargs)
         except Interrupted as e:  # Ctrl-C: the same summary as SIGTERM, one line, exit 130
-            exit_interrupted(e, session.run_dir, evaluator, main, runtime=driver.name)
+            exit_interrupted(e, session, evaluator, main, runtime=driver.name)
         except distributed.PeerLost as e:
             exit_on_lost_peer(e, train_kwargs.get("checkpointer"))
         if main:
-            write_summary(session.run_dir, result, evaluator, runtime=driver.name)
+            session.write_summary(result, evaluator, runtime=driver.name)
         exit_now_if_abandoned(result, 0)  # a second signal: exit without waiting for the call
     return result
 
@@ -94,5 +95,10 @@ def _announce(session: Session, started) -> None:
     split = spec.describe(session.sections.agent, shape) if spec.describe is not None else ""
     print(f"batch: {shape.batch_envs} envs x {shape.unroll_length} steps = {shape.samples} "
           f"samples per update{'; ' + split if split else ''}", flush=True)
+    if session.members is not None:
+        print(f"population: {len(session.members)} members in one program (each its own run "
+              f"under {session.run_dir}/members/): "
+              f"{', '.join(m.name for m in session.members[:4])}"
+              f"{', ...' if len(session.members) > 4 else ''}", flush=True)
     print(f"run dir: {session.run_dir}  ({plan.planned_updates(*done) - done[0]} updates of "
           f"{plan.steps_per_update} steps)", flush=True)

@@ -34,6 +34,9 @@ class Started:
     train: Callable[..., Any]
     # play_for(player, run_config) -> PlayFn: the runtime's game loop for evaluation.
     play_for: Callable[[Any, Any], PlayFn]
+    # check(agent): what only tracing the agent on this runtime can find (a ConfigError), run
+    # before any file of the run is written.
+    check: Callable[[Any], None] = lambda agent: None
 
 
 class Driver(Protocol):
@@ -43,6 +46,10 @@ class Driver(Protocol):
     def read(self, config, env) -> tuple[Any, Any, Any]:
         """(the runtime's section, the env section as it will run, the layout or None); a
         ConfigError naming the field for a bad value."""
+
+    def read_members(self, config, section, agent_config, run) -> list | None:
+        """The members of a population (several agents in one program), or None for one; a
+        ConfigError for a population this runtime cannot run."""
 
     def check_env(self, env, joins_a_job: bool) -> None:
         """A ConfigError naming env.name unless this runtime can make it."""

@@ -38,6 +38,16 @@ class SebulbaRuntime:
             config.env.num_threads = chosen.env_threads
         return rc, env, chosen
 
+    def read_members(self, config, rc, agent_cfg, run) -> None:
+        """One agent: N seeds in one program are Anakin's (a config may carry its fields)."""
+        if config.get("num_seeds", 1) != 1 or config.get("vary", ""):
+            raise ConfigError(
+                f"num_seeds={config.get('num_seeds', 1)}, vary={config.get('vary', '')!r}: "
+                f"several agents in one program need runtime='anakin' (JAX-native envs); "
+                f"with runtime='sebulba', run one program per seed or setting "
+                f"(scripts/sweep.py).")
+        return None
+
     def check_env(self, env: envs.EnvConfig, joins_a_job: bool) -> None:
         try:
             envs.check_env_id(env.name)

@@ -57,6 +57,8 @@ class Sections:
     shape: BatchShape                  # the batch the agent is built for (processes as
                                        # configured; a run re-reads it after joining)
     layout: Any = None                 # Sebulba: the resolved layout (sebulba.layout.Layout)
+    members: Any = None                # Anakin: several agents in one program
+                                       # (experiments/wiring/members.py), or None
 
     @property
     def driver(self) -> runtimes.Driver:
@@ -123,7 +125,8 @@ def read(config: ml_collections.ConfigDict, *, agent: str | agents.AgentSpec | N
             raise
         except ValueError as e:  # an agent's own rule (e.g. PPO's minibatches): a user error
             raise ConfigError(str(e)) from e
-    sections = Sections(rt, run, dc, wandb, env, net, agent_cfg, spec, shape, layout)
+    population = driver.read_members(config, rt, agent_cfg, run)
+    sections = Sections(rt, run, dc, wandb, env, net, agent_cfg, spec, shape, layout, population)
     # The checks against the world, each asked of its owner.
     if dc.num_processes > 1 and sections.joins_a_job:
         validation.check_coordinator(dc.coordinator_address, dc.process_id)

@@ -15,6 +15,8 @@ import jax
 import ml_collections
 
 from agents import schedules
+from anakin.population import Population
+from experiments.wiring import members as population_members
 from experiments.wiring.build import build_agent
 from experiments.wiring.sections import Sections
 from podracer import checkpoint, distributed
@@ -42,9 +44,10 @@ class Session:
                  network, example_obs, shape: BatchShape, plan: UpdatePlan) -> None:
         """`shape`, `plan`: the batch and update counts the runtime gives after joining."""
         self.config, self.sections, self.name = config, sections, name
-        self.shape, self.plan = shape, plan
+        self.shape, self.plan, self.network = shape, plan, network
+        self.members = sections.members  # several agents in one program, or None
         self.horizon = schedules.Horizon(plan.num_updates)
-        self.agent = build_agent(sections, network, self.horizon, shape)
+        self.agent = self._build()
         resume_from = checkpoint.resolve(sections.run.resume) if sections.run.resume else None
         self.run_dir = make_run_dir(sections, name, resume_from)
         self.progress: checkpoint.Progress | None = None
@@ -58,17 +61,38 @@ class Session:
             self.horizon = schedules.resumed_horizon(
                 schedules.trained_horizon(self.progress.metadata), self.progress.updates,
                 plan.planned_updates(*self.done))
-            self.agent = build_agent(sections, network, self.horizon, shape)
+            self.agent = self._build()
 
-    def logger(self) -> MetricsLogger:
+    def _build(self):
+        """The agent for the current horizon: one, or the members' Population."""
+        if self.members is None:
+            return build_agent(self.sections, self.network, self.horizon, self.shape)
+        return population_members.population(self.sections.spec, self.sections.agent,
+                                             self.network, self.shape, self.horizon,
+                                             self.members)
+
+    def member_dir(self, member) -> str:
+        return os.path.join(self.run_dir, "members", member.name)
+
+    def logger(self) -> MetricsLogger | _Loggers:
+        """The run's logger; a population's: one per member, each in its own run dir (member
+        0 prints the console lines; every member prints its last)."""
+        if self.members is None:
+            return self._logger(self.run_dir, self.config, self.sections.run.console_every_s)
+        return _Loggers([self._logger(self.member_dir(m),
+                                      population_members.member_config(self.config, m),
+                                      self.sections.run.console_every_s if m.index == 0
+                                      else float("inf"))
+                         for m in self.members])
+
+    def _logger(self, run_dir: str, config, console_every_s: float) -> MetricsLogger:
         wandb = self.sections.wandb
         return MetricsLogger(
-            self.run_dir, self.plan.planned_env_steps(*self.done),
-            self.sections.run.console_every_s,
+            run_dir, self.plan.planned_env_steps(*self.done), console_every_s,
             enabled=distributed.is_main_process(),
             resume_step=self.progress.env_steps if self.progress else None,
             wandb_config=dataclasses.asdict(wandb) if wandb.project else None,
-            run_config=json.loads(self.config.to_json()))
+            run_config=json.loads(config.to_json()))
 
     def checkpointer(self) -> checkpoint.Checkpointer:
         run = self.sections.run
@@ -81,9 +105,40 @@ class Session:
                       "lr_horizon": self.horizon.to_dict()})
 
     def write_config(self) -> None:
-        if distributed.is_main_process():
-            with open(os.path.join(self.run_dir, "config.json"), "w") as f:
-                f.write(self.config.to_json(indent=2))
+        if not distributed.is_main_process():
+            return
+        with open(os.path.join(self.run_dir, "config.json"), "w") as f:
+            f.write(self.config.to_json(indent=2))
+        for m in self.members or ():
+            with open(os.path.join(self.member_dir(m), "config.json"), "w") as f:
+                f.write(population_members.member_config(self.config, m).to_json(indent=2))
+
+    def write_summary(self, result, evaluator, **extra: Any) -> None:
+        """summary.json of the run; a population's also one per member (its own run)."""
+        if self.members is None:
+            write_summary(self.run_dir, result, evaluator, **extra)
+            return
+        listing = []
+        for m, member in zip(self.members, result.members or []):
+            one = dataclasses.replace(result, episode_summary=member["episode_summary"],
+                                      last_metrics=member["last_metrics"], members=None)
+            write_summary(self.member_dir(m), one, None, seed=m.seed,
+                          settings=dict(m.settings), **extra)
+            listing.append({"member": m.name, "seed": m.seed, "settings": dict(m.settings),
+                            **member["episode_summary"]})
+        write_summary(self.run_dir, result, None, members=listing, **extra)
+
+
+class _Loggers(list):
+    """A population's loggers: closed together, as one logger is by `with`."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        for logger in self:
+            logger.close()
+        return False
 
 
 def exit_on_lost_peer(error: Exception, checkpointer) -> None:
@@ -103,11 +158,12 @@ def exit_now_if_abandoned(result, status: int) -> None:
         os._exit(status)
 
 
-def exit_interrupted(error, run_dir: str, evaluator, main: bool, **extra: Any) -> None:
+def exit_interrupted(error, session: Session, evaluator, main: bool, **extra: Any) -> None:
     """Ctrl-C (`error`: the runtime's `Interrupted`, either runtime): the same summary.json as
     SIGTERM, one line, exit 130 (at once if an update was abandoned)."""
+    run_dir = session.run_dir
     if main:
-        write_summary(run_dir, error.result, evaluator, **extra)
+        session.write_summary(error.result, evaluator, **extra)
     hint = f"; resume with --config.resume={run_dir}" if error.result.checkpoint else ""
     print(f"{error}{hint}.", flush=True)
     exit_now_if_abandoned(error.result, 130)
@@ -130,7 +186,7 @@ def restore(path: str, agent, example_obs, config: ml_collections.ConfigDict,
     dir or `checkpoints` dir in `config.resume` falls back past damaged newer checkpoints
     (podracer/checkpoint.py), which are then moved aside in `run_dir`, because this run will
     save those update numbers again."""
-    template = jax.eval_shape(agent.init, jax.random.key(config.seed), example_obs)
+    template = _template(agent, config.seed, example_obs)
     source = config.get("resume") or path
     try:
         progress = checkpoint.restore(source, template, experiment=name,
@@ -154,3 +210,14 @@ def restore(path: str, agent, example_obs, config: ml_collections.ConfigDict,
     print(f"resuming from {progress.checkpoint or path} (update "
           f"{progress.updates:,d}, env step {progress.env_steps:,d}){where}", flush=True)
     return progress
+
+
+def _template(agent, seed: int, example_obs):
+    """The learner state's structure a fresh run starts from (a population's: each leaf with
+    the member axis first), as shapes."""
+    if isinstance(agent, Population):
+        one = jax.eval_shape(agent.make_agent(agent.member_hparams(0)).init,
+                             jax.random.key(seed), example_obs)
+        return jax.tree.map(lambda s: jax.ShapeDtypeStruct((agent.size,) + s.shape, s.dtype),
+                            one)
+    return jax.eval_shape(agent.init, jax.random.key(seed), example_obs)

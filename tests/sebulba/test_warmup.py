@@ -70,9 +70,8 @@ def test_learner_compiles_once_in_the_background(tmp_path, compiles, capsys, alg
 
 
 def experiment_steps(config) -> int:
-    """Agent steps of one update of `config` (one actor device)."""
-    threads = config.num_actor_threads or 1
-    return len(config.actor_device_ids) * threads * config.num_envs * config.unroll_length
+    """Agent steps of one update of `config` (one process: num_envs is its batch)."""
+    return config.num_envs * config.unroll_length
 
 
 def test_init_is_compiled_and_an_untraceable_init_still_runs():

@@ -1,0 +1,137 @@
+"""Many agents in one compiled program: N seeds, and N settings of hyperparameters that keep
+every shape, trained side by side by `vmap` (purejaxrl's "many seeds in parallel", for any agent
+of this codebase).
+
+A `Population` is M members. Member m has its own seed (its parameters, optimiser state, env
+states and key streams are those a single run with that seed would have) and its own values of
+the varied hyperparameters, passed to `make_agent` as traced scalars, so one program serves
+them all. The `vmap` runs inside the `shard_map` of the update (anakin/runtime.py): every
+device holds every member's learner state and its share of every member's envs, so each member
+keeps the exact property of a single run (N devices == 1 device on the whole batch), its
+gradient mean over the devices included; members never exchange anything.
+
+A member is exactly the single run of its seed and settings, within float tolerance (XLA may
+fuse a batched program differently): tests/anakin/test_population.py checks the parameters
+after several updates against single runs.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, Mapping
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh, PartitionSpec as P
+
+from anakin import runtime
+from podracer.agent import Agent
+
+PyTree = Any
+
+
+@dataclasses.dataclass(frozen=True)
+class Population:
+    """M members: `make_agent(hparams)` builds member m's agent from its values of the varied
+    hyperparameters (a dict of scalars, traced in the compiled program; {} when only seeds
+    vary), `hparams` holds them ({name: [M] array}), `seeds` the members' seeds."""
+
+    make_agent: Callable[[Mapping[str, Any]], Agent]
+    seeds: tuple[int, ...]
+    hparams: Mapping[str, np.ndarray] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        m = len(self.seeds)
+        if m < 1:
+            raise ValueError("a population needs at least one member (seeds is empty).")
+        for name, values in self.hparams.items():
+            if np.shape(values) != (m,):
+                raise ValueError(f"hparams[{name!r}] has shape {np.shape(values)}; expected "
+                                 f"({m},): one value per member.")
+
+    @property
+    def size(self) -> int:
+        return len(self.seeds)
+
+    @classmethod
+    def single(cls, agent: Agent, seed: int) -> "Population":
+        return cls(lambda hp: agent, (seed,))
+
+    def member_hparams(self, m: int) -> dict[str, Any]:
+        return {name: values[m] for name, values in self.hparams.items()}
+
+    def stacked_hparams(self) -> dict[str, jax.Array]:
+        return {name: jnp.asarray(values) for name, values in self.hparams.items()}
+
+
+def init(population: Population, env, example_obs, start_update: int, num_envs: int):
+    """(learner states [M, ...], runners [M, B, ...]): member m initialised as a single run of
+    seed `seeds[m]` is (runtime.init_runner, runner_key), in one compiled program."""
+    seeds = jnp.asarray(population.seeds, jnp.uint32)
+
+    def member(hp, seed):
+        agent = population.make_agent(hp)
+        state = agent.init(jax.random.key(seed), example_obs)
+        runner = runtime.init_runner(agent, env, runtime.runner_key(seed, start_update),
+                                     num_envs)
+        return state, runner
+    # Member by member (lax.map), not vmap: a vmapped init of a 64x64 MLP with its own value
+    # torso never finished on XLA:CPU here (jax 0.10.2; the CPU idle, so a deadlock, likely in
+    # the batched QR of the orthogonal initialisers), where a 16-unit one did. Init runs once.
+    return jax.jit(lambda hp, s: jax.lax.map(lambda a: member(*a), (hp, s)))(
+        population.stacked_hparams(), seeds)
+
+
+def place(states, runners, mesh: Mesh):
+    """Every member's learner state on every device; each member's envs split over them
+    (axis 1 of the runner leaves, after the member axis)."""
+    return runtime.place_replicated(states, mesh), runtime.place_split(runners, mesh, 1)
+
+
+def make_update_fn(population: Population, env, mesh: Mesh, unroll_length: int,
+                   updates_per_call: int = 1):
+    """Jitted update(hparams, states, runners) -> (states, runners, metrics, episodes) for all
+    members at once: `updates_per_call` (K) rounds of {rollout, learn} per member, as
+    runtime.make_update_fn runs them for one. Metrics leaves are [M] ([K, M] with K > 1),
+    episodes [M, T, B] ([K, M, T, B]). States and runners are donated."""
+
+    def one_update(hp, state, runner):
+        agent = population.make_agent(hp)
+        runner, ro, episodes = runtime.rollout(agent, env, agent.actor_params(state), runner,
+                                               unroll_length)
+        state, metrics = runtime.learn(agent, state, ro)
+        return state, runner, metrics, episodes
+
+    members = jax.vmap(one_update)
+
+    def per_device(hp, states, runners):
+        if updates_per_call == 1:
+            return members(hp, states, runners)
+
+        def body(carry, _):
+            s, r, m, e = members(hp, *carry)
+            return (s, r), (m, e)
+        (states, runners), (metrics, episodes) = jax.lax.scan(
+            body, (states, runners), None, length=updates_per_call)
+        return states, runners, metrics, episodes
+
+    env_axis = (None,) * (2 if updates_per_call == 1 else 3)
+    sharded = jax.shard_map(per_device, mesh=mesh, in_specs=(P(), P(), P(None, runtime.AXIS)),
+                            out_specs=(P(), P(None, runtime.AXIS), P(),
+                                       P(*env_axis, runtime.AXIS)), check_vma=False)
+    return jax.jit(sharded, donate_argnums=(1, 2))
+
+
+def member_state(states: PyTree, m: int) -> PyTree:
+    """Member m's learner state out of the population's (host side)."""
+    return jax.tree.map(lambda x: x[m], states)
+
+
+def local_episodes(episodes: runtime.Episodes, size: int) -> list[list[list[tuple[float, int]]]]:
+    """The games this process's envs finished, per update of the call and per member:
+    out[k][m] from a record [M, T, B] (one update) or [K, M, T, B] (a fused call)."""
+    over, ret, length = runtime.host_episodes(episodes)
+    if over.ndim == 3:
+        over, ret, length = over[None], ret[None], length[None]
+    return [[runtime.games(over[k, m], ret[k, m], length[k, m]) for m in range(size)]
+            for k in range(over.shape[0])]
