@@ -3,7 +3,7 @@ steps and the learner step) on 1 and more (faked) devices.
 
     python scripts/anakin_benchmark.py [--env gymnax:CartPole-v1] [--num_envs 64]
         [--unroll_length 32] [--devices 1,2] [--fake_devices 2] [--seconds 10]
-        [--updates_per_call 1] [--set agent.num_epochs=4 ...] [--json]
+        [--updates_per_call 1] [--num_seeds 1,4,16,64] [--set agent.num_epochs=4 ...] [--json]
 
 The agent, network and hyperparameters are experiments/configs/ppo_gymnax.py's (PPO, MLP
 64x64), with `--set FIELD=VALUE` overrides. Steps/s exclude compilation: the update is compiled
@@ -37,38 +37,56 @@ _FORCE = re.compile(r"--xla_force_host_platform_device_count=\S*")
 
 def measure(num_devices: int, *, env: str = "gymnax:CartPole-v1", num_envs: int = 64,
             unroll_length: int = 32, seconds: float = 10.0, updates_per_call: int = 1,
-            sets: Sequence[str] = (), seed: int = 0, act_only: bool = False
-            ) -> dict[str, float]:
+            sets: Sequence[str] = (), seed: int = 0, act_only: bool = False,
+            num_seeds: int = 1) -> dict[str, float]:
     """Steps/s of Anakin PPO on `num_devices` local devices with `num_envs` envs in all.
     `sets`: "field=value" config overrides (scripts/_bench_config.set_field). `act_only`: the
     rollouts alone (policy + env steps, fixed parameters, no learning), the counterpart of
-    scripts/benchmark.py's env_infer."""
+    scripts/benchmark.py's env_infer. `num_seeds` > 1: that many agents in one program
+    (anakin/population.py); steps/s are summed over them, and `peak_rss_mb` is this process's
+    peak resident memory."""
+    import resource
+
     import jax
 
-    from anakin import runtime
+    from anakin import population, runtime
     from experiments import wiring
     from experiments.configs import ppo_gymnax
-    from experiments.wiring import anakin_runtime
+    from experiments.wiring import anakin_runtime, members
 
     config = ppo_gymnax.get_config()
     config.env.name, config.num_envs, config.unroll_length = env, num_envs, unroll_length
     config.learner_device_ids = tuple(range(num_devices))
-    config.seed = seed
+    config.seed, config.num_seeds = seed, num_seeds
     for assignment in sets:
         _bench_config.set_field(config, assignment)
     # Read, checked and built as an Anakin run is (experiments/wiring/anakin_runtime.py).
     sections = wiring.read(config, devices=False, env_id=False)
     ac = sections.runtime
     e = anakin_runtime.make_env(sections.env)
-    _, _, agent = wiring.build_from_config(sections, e.action_space, num_updates=10**6)
     mesh = runtime.make_mesh(ac.learner_device_ids)
     example = jax.tree.map(lambda x: x[None], e.reset(jax.random.key(0)).obs)
-    state = runtime.place_replicated(agent.init(jax.random.key(seed), example), mesh)
-    runner = runtime.place_runner(
-        runtime.init_runner(agent, e, runtime.runner_key(seed), ac.num_envs), mesh)
-    update = runtime.make_update_fn(agent, e, mesh, ac.unroll_length, updates_per_call)
-    if act_only:
-        update = _act_only_fn(agent, e, mesh, ac.unroll_length, updates_per_call)
+    if num_seeds > 1:
+        if act_only:
+            raise SystemExit("--act_only measures one agent (--num_seeds 1).")
+        network = wiring.build_network(sections, e.action_space)
+        pop = members.population(sections.spec, sections.agent, network, sections.shape,
+                                 10**6, sections.members)
+        state, runner = population.place(*population.init(pop, e, example, 0, ac.num_envs),
+                                         mesh)
+        fused = population.make_update_fn(pop, e, mesh, ac.unroll_length, updates_per_call)
+        hparams = pop.stacked_hparams()
+
+        def update(state, runner):
+            return fused(hparams, state, runner)
+    else:
+        _, _, agent = wiring.build_from_config(sections, e.action_space, num_updates=10**6)
+        state = runtime.place_replicated(agent.init(jax.random.key(seed), example), mesh)
+        runner = runtime.place_runner(
+            runtime.init_runner(agent, e, runtime.runner_key(seed), ac.num_envs), mesh)
+        update = runtime.make_update_fn(agent, e, mesh, ac.unroll_length, updates_per_call)
+        if act_only:
+            update = _act_only_fn(agent, e, mesh, ac.unroll_length, updates_per_call)
     t0 = time.perf_counter()
     state, runner, metrics, _ = update(state, runner)
     jax.block_until_ready(metrics)
@@ -79,12 +97,14 @@ def measure(num_devices: int, *, env: str = "gymnax:CartPole-v1", num_envs: int 
         calls += 1
         jax.device_get((metrics, eps))  # as the training loop: metrics and games to the host
     elapsed = time.perf_counter() - start
-    steps = calls * updates_per_call * ac.unroll_length * ac.num_envs
+    steps = calls * updates_per_call * ac.unroll_length * ac.num_envs * num_seeds
     return {"runtime": "anakin", "measure": "act_only" if act_only else "end_to_end",
             "env": env, "devices": num_devices, "num_envs": num_envs,
             "unroll_length": unroll_length, "updates_per_call": updates_per_call,
-            "sps": steps / elapsed, "update_s": elapsed / (calls * updates_per_call),
-            "compile_s": compile_s, "load1": os.getloadavg()[0]}
+            "num_seeds": num_seeds, "sps": steps / elapsed,
+            "update_s": elapsed / (calls * updates_per_call), "compile_s": compile_s,
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "load1": os.getloadavg()[0]}
 
 
 def _act_only_fn(agent, env, mesh, T: int, k: int):
@@ -120,7 +140,8 @@ def measure_on(num_devices: int, **kwargs) -> dict[str, float]:
     kw = dict(kwargs)
     argv = [sys.executable, os.path.abspath(__file__), "--devices", str(num_devices),
             "--fake_devices", str(num_devices), "--json"]
-    for flag in ("env", "num_envs", "unroll_length", "seconds", "updates_per_call", "seed"):
+    for flag in ("env", "num_envs", "unroll_length", "seconds", "updates_per_call", "seed",
+                 "num_seeds"):
         if flag in kw:
             argv += [f"--{flag}", str(kw.pop(flag))]
     for assignment in kw.pop("sets", ()):
@@ -152,8 +173,15 @@ def main(argv=None) -> list[dict]:
                    help="rollouts only (policy + env steps, no learning)")
     p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                    help="config override, e.g. agent.num_epochs=2 (repeatable)")
+    p.add_argument("--num_seeds", default="1",
+                   help="agents in one program, comma-separated counts (each count beyond the "
+                        "first runs in a fresh process: its peak memory is its own)")
     p.add_argument("--json", action="store_true", help="one JSON object per row, no table")
     args = p.parse_args(argv)
+    try:
+        seed_counts = [int(x) for x in args.num_seeds.split(",")]
+    except ValueError:
+        p.error(f"--num_seeds: {args.num_seeds!r} is not a comma-separated list of counts")
     try:
         counts = [int(x) for x in args.devices.split(",")]
     except ValueError:
@@ -167,21 +195,42 @@ def main(argv=None) -> list[dict]:
     if not args.json:
         print(f"anakin {'act_only' if args.act_only else 'end_to_end'} on {args.env}, "
               f"{os.cpu_count()} CPUs")
-        print(f"{'devices':>7} {'envs':>5} {'T':>4} {'K':>3} {'steps/s':>12} "
-              f"{'update ms':>10} {'compile s':>9} {'load1':>6}")
+        print(f"{'devices':>7} {'seeds':>5} {'envs':>5} {'T':>4} {'K':>3} {'steps/s':>12} "
+              f"{'update ms':>10} {'compile s':>9} {'peak MB':>8} {'load1':>6}")
     rows = []
     for n in counts:
-        r = measure(n, env=args.env, num_envs=args.num_envs, unroll_length=args.unroll_length,
-                    seconds=args.seconds, updates_per_call=args.updates_per_call,
-                    sets=args.set, seed=args.seed, act_only=args.act_only)
-        rows.append(r)
-        if args.json:
-            print(json.dumps(r), flush=True)
-            continue
-        print(f"{n:>7} {r['num_envs']:>5} {r['unroll_length']:>4} {r['updates_per_call']:>3} "
-              f"{r['sps']:>12,.0f} {1e3 * r['update_s']:>10.2f} {r['compile_s']:>9.1f} "
-              f"{r['load1']:>6.2f}", flush=True)
+        for i, seeds in enumerate(seed_counts):
+            kw = dict(env=args.env, num_envs=args.num_envs, unroll_length=args.unroll_length,
+                      seconds=args.seconds, updates_per_call=args.updates_per_call,
+                      sets=args.set, seed=args.seed, act_only=args.act_only, num_seeds=seeds)
+            r = measure(n, **kw) if i == 0 else _fresh(n, fake, kw)
+            rows.append(r)
+            if args.json:
+                print(json.dumps(r), flush=True)
+                continue
+            print(f"{n:>7} {seeds:>5} {r['num_envs']:>5} {r['unroll_length']:>4} "
+                  f"{r['updates_per_call']:>3} {r['sps']:>12,.0f} {1e3 * r['update_s']:>10.2f} "
+                  f"{r['compile_s']:>9.1f} {r['peak_rss_mb']:>8.0f} {r['load1']:>6.2f}",
+                  flush=True)
     return rows
+
+
+def _fresh(num_devices: int, fake: int, kw: dict) -> dict[str, float]:
+    """`measure` in a fresh process (its peak memory is its own)."""
+    argv = [sys.executable, os.path.abspath(__file__), "--devices", str(num_devices),
+            "--fake_devices", str(fake), "--json", "--num_seeds", str(kw.pop("num_seeds"))]
+    for flag in ("env", "num_envs", "unroll_length", "seconds", "updates_per_call", "seed"):
+        argv += [f"--{flag}", str(kw.pop(flag))]
+    for assignment in kw.pop("sets"):
+        argv += ["--set", assignment]
+    if kw.pop("act_only"):
+        argv.append("--act_only")
+    proc = subprocess.run(argv, env={**os.environ, "JAX_PLATFORMS": "cpu"},
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"anakin_benchmark subprocess failed ({proc.returncode}):\n"
+                           f"{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 if __name__ == "__main__":
