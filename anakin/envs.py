@@ -185,6 +185,13 @@ def register_env(name: str, factory: Callable[[dict], RawEnv], *,
     ENVS.register(name, factory, overwrite=overwrite)
 
 
+def names_a_jax_env(name: str) -> bool:
+    """Whether `name` names a JAX-native env by itself: registered here, or "gymnax:<id>" (a
+    bare gymnax id such as "CartPole-v1" is also an EnvPool id: only Anakin reads it as
+    gymnax's). No import of gymnax: safe before a multi-host join."""
+    return name in ENVS or name.startswith(GYMNAX_PREFIX)
+
+
 def make_env(name: str, options: dict | None = None) -> AutoReset:
     """The env called `name` with EnvPool's episode semantics (`AutoReset`)."""
     factory = ENVS.find(name)

@@ -1,6 +1,10 @@
 """The Sebulba runtime as the wiring drives it (experiments/wiring/runtimes.py's `Driver`):
-host env batches (EnvPool, a registered env, gymnasium, or the caller's `make_env`), actor
-threads and the learner (sebulba/runner.py).
+host env batches (EnvPool, a registered env, gymnasium, a JAX-native env stepped on the host,
+or the caller's `make_env`), actor threads and the learner (sebulba/runner.py).
+
+A JAX-native env (`gymnax:<id>`, or a name registered with anakin.envs.register_env) runs
+here through sebulba/jax_host_env.py: the same env, and the same episode semantics, that the
+Anakin runtime steps on the devices, so an experiment can be run on both runtimes.
 
 Its section is `RuntimeConfig` (sebulba/runtime_config.py), read with the auto layout resolved
 once here (sebulba.layout.resolve) and written back into the ConfigDict, so config.json and
@@ -13,11 +17,14 @@ import dataclasses
 
 import ml_collections
 
+from anakin import envs as anakin_envs
+from experiments.wiring import anakin_runtime
 from experiments.wiring.runtimes import Started
 from podracer import compile_cache
 from podracer.schema import read_section
 from podracer.validation import ConfigError
-from sebulba import envs, evaluation, layout, runner, topology
+from sebulba import envs, evaluation, layout, registry, runner, topology
+from sebulba.jax_host_env import HostEnv
 from sebulba.runtime_config import RuntimeConfig
 
 
@@ -49,6 +56,10 @@ class SebulbaRuntime:
         return None
 
     def check_env(self, env: envs.EnvConfig, joins_a_job: bool) -> None:
+        if _is_jax_env(env):
+            if not joins_a_job:  # importing gymnax starts JAX: after a multi-host join only
+                anakin_runtime.make_env(env)
+            return
         try:
             envs.check_env_id(env.name)
         except ValueError as e:
@@ -65,7 +76,7 @@ class SebulbaRuntime:
         rc = sections.runtime
         compile_cache.enable(rc.compilation_cache_dir)  # before anything compiles
         topo = self.check_devices(rc)  # the run's one topology: the runner reuses it
-        base_env = make_env or (lambda n, seed: envs.make_env(sections.env, n, seed))
+        base_env = make_env or _host_envs(sections.env)
         probe = base_env(1, rc.seed)  # the one env probe of the run: action space, example obs
         action_space, example_obs = probe.action_space, probe.reset()
         probe.close()
@@ -80,8 +91,7 @@ class SebulbaRuntime:
 
         # Evaluation plays whole games: env ids get the evaluation settings; a user's env
         # factory is used as it is.
-        eval_env = make_env or (lambda n, seed: envs.make_env(
-            evaluation.eval_env_config(sections.env), n, seed))
+        eval_env = make_env or _host_envs(sections.env, whole_games=True)
 
         def play_for(player, run):
             return lambda ap, seed, should_stop: evaluation.play(
@@ -91,6 +101,22 @@ class SebulbaRuntime:
         processes = topo.num_processes
         return Started(action_space, example_obs, rc.batch_shape(processes),
                        rc.plan(processes), (sections.layout.describe(),), train, play_for)
+
+
+def _is_jax_env(env: envs.EnvConfig) -> bool:
+    """A JAX-native env name that Sebulba's own registry does not claim."""
+    return registry.env_maker(env.name) is None and anakin_envs.names_a_jax_env(env.name)
+
+
+def _host_envs(env: envs.EnvConfig, whole_games: bool = False):
+    """make_env(num_envs, seed) of the run's env batches: EnvPool & co. (sebulba/envs.py), or
+    a JAX-native env stepped on the host. `whole_games`: evaluation's settings (no episodic
+    life); a JAX env's games are whole already."""
+    if _is_jax_env(env):
+        jax_env = anakin_runtime.make_env(env)
+        return lambda n, seed: HostEnv(jax_env, n, seed)
+    cfg = evaluation.eval_env_config(env) if whole_games else env
+    return lambda n, seed: envs.make_env(cfg, n, seed)
 
 
 DRIVER = SebulbaRuntime()

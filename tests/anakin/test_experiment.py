@@ -84,3 +84,17 @@ def test_anakin_fields_have_a_schema(tmp_path):
     with pytest.raises(ConfigError, match=r"updates_per_call=0 must be a positive integer"):
         wiring.read(_config(tmp_path, updates_per_call=0), devices=False)
     assert set(wiring.DRIVERS) == set(wiring.RUNTIMES)  # every runtime a config may name
+
+
+def test_sebulba_trains_the_same_jax_env_through_the_host(tmp_path):
+    """gymnax:CartPole-v1 under runtime='sebulba' (sebulba/jax_host_env.py): the same config,
+    the same env and episode semantics as under Anakin, stepped by actor threads."""
+    config = _config(tmp_path, runtime="sebulba", num_envs=8, unroll_length=16,
+                     total_env_steps=8 * 16 * 6, **{"agent.num_minibatches": 2},
+                     eval_every_updates=3, eval_episodes=2, eval_num_envs=2)
+    result = train.run(config)
+    assert (result.updates, result.env_steps) == (6, 8 * 16 * 6)
+    assert result.last_metrics["episode/count"] > 0
+    assert result.last_metrics["policy_lag/max"] == 0  # synchronous, as ppo_gymnax says
+    summary = json.load(open(tmp_path / "run" / "summary.json"))
+    assert summary["runtime"] == "sebulba"
