@@ -4,8 +4,10 @@ acting, env steps and learning in one compiled program over the devices (docs/an
     python experiments/ppo_gymnax.py --config=experiments/configs/ppo_gymnax.py
 
 `runtime` picks the runtime: "anakin" (the env must be JAX-native: gymnax:<id> or one
-registered with anakin.envs.register_env) or "sebulba" (an EnvPool id: the same agent and
-hyperparameters on host envs, e.g. `--config.runtime=sebulba --config.env.name=CartPole-v1`).
+registered with anakin.envs.register_env) or "sebulba" (the same agent and hyperparameters on
+host env batches: the same JAX env stepped from the host, or an EnvPool id, e.g.
+`--config.runtime=sebulba --config.env.name=CartPole-v1`). `num_seeds` and `vary` train many
+agents in one program (Anakin; docs/anakin.md).
 Under Anakin, `learner_device_ids` are the devices (each acts, steps envs and learns) and
 `num_envs` the environments per process, split over them.
 
