@@ -14,10 +14,10 @@ from networks.cores import LSTMCore
 from networks.distributions import (ActionDist, Categorical, DiagGaussian, Joint,
                                     MultiCategorical, from_space)
 from networks.heads import PolicyHead
-from networks.torsos import (MLP, TORSOS, ImpalaResNet, NatureCNN, is_gpu_sized, make_torso,
-                             register_torso)
+from networks.torsos import (MLP, TORSOS, ImpalaResNet, MinAtarCNN, NatureCNN, is_gpu_sized,
+                             make_torso, register_torso)
 
 __all__ = ["ActionDist", "ActorCritic", "Categorical", "DiagGaussian", "ImpalaResNet", "Joint",
-           "LSTMCore", "MLP", "MultiCategorical", "NatureCNN", "NetworkConfig", "PolicyHead",
+           "LSTMCore", "MLP", "MinAtarCNN", "MultiCategorical", "NatureCNN", "NetworkConfig", "PolicyHead",
            "RecurrentActorCritic", "TORSOS", "build_network", "from_space", "is_gpu_sized",
            "is_recurrent", "make_torso", "register_torso"]

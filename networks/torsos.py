@@ -1,4 +1,5 @@
-"""Observation torsos: Nature DQN CNN, IMPALA ResNet and an MLP; a registry for user torsos.
+"""Observation torsos: Nature DQN CNN, IMPALA ResNet, MinAtar's CNN and an MLP; a registry for
+user torsos.
 
 A torso maps a batch of observations (an array [B, ...] or a dict/tuple of them) to an
 embedding [B, H]. `register_torso("my_net", MyNet)` makes `--config.network.torso=my_net`
@@ -9,7 +10,7 @@ init of the implementation each built-in torso's configs cite: the Nature CNN as
 ppo_atari_envpool.py (`layer_init`: orthogonal, gain sqrt 2, zero bias, on every conv and the
 dense layer), the IMPALA ResNet as cleanba's cleanba_impala.py (flax's default convs, the dense
 layer orthogonal sqrt 2 with zero bias), the MLP as cleanrl's classic-control and MuJoCo PPO
-(orthogonal sqrt 2, zero bias). "lecun" is flax's default (lecun_normal, zero bias) on every
+(orthogonal sqrt 2, zero bias), MinAtar's CNN as purejaxrl's MinAtar PPO (orthogonal sqrt 2). "lecun" is flax's default (lecun_normal, zero bias) on every
 torso layer: the CNN torsos' init before the reference one, kept to reproduce older records.
 The heads (networks/heads.py, actor_critic.py) are orthogonal 0.01 (policy) and 1.0 (value) in
 both cases, as in cleanrl and cleanba.
@@ -77,6 +78,34 @@ class NatureCNN(nn.Module):
         return nn.relu(nn.Dense(512, **init)(x))
 
 
+class MinAtarCNN(nn.Module):
+    """The network of the MinAtar paper (Young & Tian 2019; github.com/kenjyoung/MinAtar
+    examples/dqn.py and AC_lambda.py): one 3x3 convolution with 16 channels (stride 1, no
+    padding: 10x10 -> 8x8), then a dense layer of 128 units, both ReLU.
+
+    MinAtar observations are 0/1 grids [B, 10, 10, C] (gymnax; C: the game's channels), so the
+    input is only cast to float32, not divided by 255 as the Atari torsos' frames are. The
+    paper's code initialises with PyTorch's defaults; "reference" here is the orthogonal(sqrt 2)
+    of the PPO implementations experiments/configs/ppo_minatar.py takes its hyperparameters
+    from (purejaxrl, cleanrl), "lecun" flax's default.
+    """
+
+    channels: int = 16
+    hidden: int = 128
+    channels_first: bool = False      # True for [B, C, H, W] grids (MinAtar's own layout)
+    layer_init: str = "reference"     # INITS
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        x = jnp.asarray(x).astype(jnp.float32)
+        if self.channels_first:
+            x = jnp.transpose(x, (0, 2, 3, 1))
+        init = _orthogonal(self.layer_init)
+        x = nn.relu(nn.Conv(self.channels, (3, 3), strides=(1, 1), padding="VALID", **init)(x))
+        x = x.reshape((x.shape[0], -1))
+        return nn.relu(nn.Dense(self.hidden, **init)(x))
+
+
 class _ResidualBlock(nn.Module):
     """Pre-activation residual block: relu, conv, relu, conv, add."""
 
@@ -120,19 +149,35 @@ class MLP(nn.Module):
     """
 
     hidden_sizes: Sequence[int] = (64, 64)
-    activation: Callable[[jax.Array], jax.Array] = nn.tanh
+    # A name from ACTIVATIONS (what a config can say: `network.torso_kwargs={"activation":
+    # "relu"}`) or a callable.
+    activation: str | Callable[[jax.Array], jax.Array] = "tanh"
     layer_init: str = "reference"     # INITS: orthogonal(sqrt 2), or "lecun"
 
     @nn.compact
     def __call__(self, x: Any) -> jax.Array:
         # Flatten everything but the batch dim so [B, ...] shapes all work; the leaves of a
         # dict/tuple observation are flattened and concatenated (in jax.tree order).
+        activation = _activation(self.activation)
         leaves = [jnp.asarray(v).astype(jnp.float32) for v in jax.tree.leaves(x)]
         x = jnp.concatenate([v.reshape((v.shape[0], -1)) for v in leaves], axis=-1)
         for size in self.hidden_sizes:
             x = nn.Dense(size, **_orthogonal(self.layer_init))(x)
-            x = self.activation(x)
+            x = activation(x)
         return x
+
+
+ACTIVATIONS = {"tanh": nn.tanh, "relu": nn.relu, "elu": nn.elu, "gelu": nn.gelu,
+               "silu": nn.silu}
+
+
+def _activation(activation: str | Callable[[jax.Array], jax.Array]):
+    if callable(activation):
+        return activation
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"MLP activation={activation!r}; allowed: {sorted(ACTIVATIONS)} or a "
+                         f"callable.")
+    return ACTIVATIONS[activation]
 
 
 def _check_torso(name: str, cls: Any) -> None:
@@ -143,7 +188,8 @@ def _check_torso(name: str, cls: Any) -> None:
 
 # Reads like a mapping (`name in TORSOS`, `TORSOS[name]`, `sorted(TORSOS)`); the built-ins
 # cannot be replaced, so a user module cannot silently change what "mlp" means in a config.
-BUILTIN_TORSOS = {"nature_cnn": NatureCNN, "impala_resnet": ImpalaResNet, "mlp": MLP}
+BUILTIN_TORSOS = {"nature_cnn": NatureCNN, "impala_resnet": ImpalaResNet, "mlp": MLP,
+                  "minatar_cnn": MinAtarCNN}
 # Built-in torsos sized for an accelerator: on a CPU backend the IMPALA ResNet trains at ~100
 # env steps/s on 2 cores (README, throughput table); the command line then suggests another.
 GPU_SIZED = frozenset({"impala_resnet"})

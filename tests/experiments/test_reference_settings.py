@@ -8,6 +8,9 @@ stays out of this repository).
 - The IMPALA Atari default follows cleanba's `cleanba_impala.py` (github.com/vwxyzjn/cleanba at
   d1f8979c33e4e1c3d4e67f460afcebb42b6889d4) field by field below, apart from the differences
   listed (not called exact).
+- `ppo_minatar.py:purejaxrl` is purejaxrl's MinAtar PPO, `examples/brax_minatar.ipynb`
+  (github.com/luchris429/purejaxrl at 31756b1b9dd2a6d4ba4e2d7d0caa82fd5ec1ac18; lines of the
+  .ipynb file as stored, i.e. of its JSON).
 """
 import dataclasses
 
@@ -15,10 +18,12 @@ import pytest
 
 from agents.impala import samples_per_step
 from experiments import wiring
-from experiments.configs import impala_atari, ppo_atari
+from experiments.configs import impala_atari, ppo_atari, ppo_minatar
+from sebulba.envs import EnvConfig
 
 CLEANRL = "cleanrl/ppo_atari_envpool.py@fe8d8a0"
 CLEANBA = "cleanba/cleanba_impala.py@d1f8979"
+PUREJAXRL = "purejaxrl/examples/brax_minatar.ipynb@31756b1"
 
 # (field of the read sections, our value, source line, what the reference says there)
 PPO_CLEANRL = [
@@ -108,6 +113,55 @@ DIFFERENCES_CLEANBA = {"agent.max_grad_norm": 40.0 / 640, "agent.rmsprop_eps": (
                        "agent.bootstrap_truncation": True}
 
 
+PPO_MINATAR_PUREJAXRL = [
+    ("runtime.num_envs", 64, f"{PUREJAXRL}:333", '"NUM_ENVS": 64'),
+    ("runtime.unroll_length", 128, f"{PUREJAXRL}:334", '"NUM_STEPS": 128'),
+    ("runtime.total_env_steps", 10_000_000, f"{PUREJAXRL}:335", '"TOTAL_TIMESTEPS": 1e7'),
+    ("shape.on_policy", True, f"{PUREJAXRL}:156-180",
+     "acts with train_state.params (Anakin always does)"),
+    ("agent.learning_rate", 5e-3, f"{PUREJAXRL}:332", '"LR": 5e-3'),
+    ("agent.lr_decay", True, f"{PUREJAXRL}:346,126-128",
+     '"ANNEAL_LR": True; frac = 1 - (count // (NUM_MINIBATCHES * UPDATE_EPOCHS)) / NUM_UPDATES'),
+    ("agent.num_epochs", 4, f"{PUREJAXRL}:336", '"UPDATE_EPOCHS": 4'),
+    ("agent.num_minibatches", 8, f"{PUREJAXRL}:337", '"NUM_MINIBATCHES": 8'),
+    ("agent.minibatch_axis", "sample", f"{PUREJAXRL}:265-280",
+     "permutation of batch_size = MINIBATCH_SIZE * NUM_MINIBATCHES flattened steps"),
+    ("agent.shuffle", True, f"{PUREJAXRL}:269", "jax.random.permutation, every epoch"),
+    ("agent.discount", 0.99, f"{PUREJAXRL}:338", '"GAMMA": 0.99'),
+    ("agent.gae_lambda", 0.95, f"{PUREJAXRL}:339", '"GAE_LAMBDA": 0.95'),
+    ("agent.clip_eps", 0.2, f"{PUREJAXRL}:340,236-244", '"CLIP_EPS": 0.2 (ratio clip)'),
+    ("agent.value_clip_eps", 0.2, f"{PUREJAXRL}:224-231",
+     "value_pred_clipped = value + (v - value).clip(-CLIP_EPS, CLIP_EPS)"),
+    ("agent.entropy_cost", 0.01, f"{PUREJAXRL}:341", '"ENT_COEF": 0.01'),
+    ("agent.value_cost", 0.5, f"{PUREJAXRL}:342", '"VF_COEF": 0.5'),
+    ("agent.max_grad_norm", 0.5, f"{PUREJAXRL}:343,139", '"MAX_GRAD_NORM": 0.5'),
+    ("agent.adam_eps", 1e-5, f"{PUREJAXRL}:140", "optax.adam(learning_rate=..., eps=1e-5)"),
+    ("agent.normalize_advantages", True, f"{PUREJAXRL}:235",
+     "gae = (gae - gae.mean()) / (gae.std() + 1e-8), per minibatch"),
+    ("agent.target_kl", 0.0, f"{PUREJAXRL}:290-292", "every epoch runs"),
+    ("agent.kl_cost", 0.0, f"{PUREJAXRL}:249-253", "loss: actor + VF_COEF v - ENT_COEF H"),
+    ("agent.reward_clip", 0.0, f"{PUREJAXRL}:170-172", "rewards as gymnax returns them"),
+    ("agent.bootstrap_truncation", False, f"{PUREJAXRL}:195-198",
+     "(1 - done): gymnax's done merges the step limit and the game's end"),
+    ("agent.obs_norm", False, f"{PUREJAXRL}:122-124", "FlattenObservation, LogWrapper only"),
+    ("agent.reward_scaling", False, f"{PUREJAXRL}:122-124", "no reward wrapper"),
+    ("network.torso", "mlp", f"{PUREJAXRL}:78-97", "Dense layers on the flattened grid"),
+    ("network.mlp_hidden_sizes", (64, 64), f"{PUREJAXRL}:79,83,92,96", "nn.Dense(64) x 2"),
+    ("network.torso_kwargs", {"activation": "relu"}, f"{PUREJAXRL}:344,74-77",
+     '"ACTIVATION": "relu"'),
+    ("network.torso_init", "reference", f"{PUREJAXRL}:79-96",
+     "kernel_init=orthogonal(np.sqrt(2)), bias_init=constant(0.0)"),
+    ("network.shared_torso", False, f"{PUREJAXRL}:78-101", "actor and critic torsos apart"),
+    ("network.lstm_size", 0, f"{PUREJAXRL}:68-103", "feed-forward"),
+]
+# By design, not settings: EnvPool's reset step (anakin/envs.py: the step after a game ends
+# shows the new game's first observation, its action is ignored and masked out of the loss)
+# where gymnax's own step resets within the ending step, so ~1 step per game is spent on it
+# here; the heads are orthogonal 0.01 / 1.0 as purejaxrl's (lines 86-88, 99-101); the statistic is a
+# mean over the last 100 games here, purejaxrl's figures a mean over the games that ended in
+# each update (docs/results.md).
+
+
 def _value(sections, field: str):
     section, name = field.split(".")
     return getattr(getattr(sections, section), name)
@@ -120,7 +174,8 @@ def _read(module, variant, tmp_path):
 
 
 ROWS = ([(ppo_atari, "cleanrl", *row) for row in PPO_CLEANRL]
-        + [(impala_atari, "default", *row) for row in IMPALA_CLEANBA])
+        + [(impala_atari, "default", *row) for row in IMPALA_CLEANBA]
+        + [(ppo_minatar, "purejaxrl", *row) for row in PPO_MINATAR_PUREJAXRL])
 
 
 @pytest.mark.parametrize("module,variant,field,ours,source,theirs", ROWS,
@@ -140,21 +195,28 @@ def test_impala_atari_defaults_differences_are_the_stated_ones(tmp_path):
         assert getattr(resolved, name) == pytest.approx(value), field
 
 
-def test_every_ppo_config_field_is_listed_or_a_default(tmp_path):
-    """No field of the cleanrl variant escapes the list: each agent, env and network field is
-    listed above or is the same as a config field this list does not need (the runtime's own
-    speed settings)."""
-    s = _read(ppo_atari, "cleanrl", tmp_path)
-    listed = {f for f, *_ in PPO_CLEANRL}
-    not_settings = {  # how the runtime runs, not what it computes
-        "agent.loop", "agent.correction", "agent.clip_rho", "agent.clip_pg_rho",
-        "agent.value_norm", "agent.value_norm_decay", "agent.obs_clip",
-        "env.name", "env.num_threads", "env.options",
-        "network.mlp_hidden_sizes", "network.resnet_channels", "network.continuous_bounds",
-        "network.state_dependent_std", "network.init_log_std", "network.torso_kwargs"}
+_NOT_SETTINGS = {  # how the runtime runs, not what it computes
+    "agent.loop", "agent.correction", "agent.clip_rho", "agent.clip_pg_rho",
+    "agent.value_norm", "agent.value_norm_decay", "agent.obs_clip",
+    "env.name", "env.num_threads", "env.options",
+    "network.mlp_hidden_sizes", "network.resnet_channels", "network.continuous_bounds",
+    "network.state_dependent_std", "network.init_log_std", "network.torso_kwargs"}
+# gymnax envs read only env.name and env.options; the EnvPool fields are not used.
+_ENVPOOL_ONLY = {f"env.{f.name}" for f in dataclasses.fields(EnvConfig)}
+
+
+@pytest.mark.parametrize("module,variant,rows", [
+    (ppo_atari, "cleanrl", PPO_CLEANRL), (ppo_minatar, "purejaxrl", PPO_MINATAR_PUREJAXRL)],
+    ids=["cleanrl", "purejaxrl-minatar"])
+def test_every_ppo_config_field_is_listed_or_a_default(tmp_path, module, variant, rows):
+    """No field of a reference variant escapes its list: each agent, env and network field is
+    listed above or is how the runtime runs (not what it computes)."""
+    s = _read(module, variant, tmp_path)
+    listed = {f for f, *_ in rows}
+    not_settings = _NOT_SETTINGS | (_ENVPOOL_ONLY if module is ppo_minatar else set())
     for section in ("agent", "env", "network"):
         for f in dataclasses.fields(getattr(s, section)):
             key = f"{section}.{f.name}"
             assert key in listed or key in not_settings, key
-    # correction: "auto" resolves to none for on-policy data, cleanrl's plain PPO.
+    # correction: "auto" (or "none") resolves to none for on-policy data: plain PPO.
     assert s.agent.resolve(s.shape.on_policy).correction == "none"

@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from networks import MLP, ActorCritic, ImpalaResNet, NatureCNN, make_torso
+from networks import MLP, ActorCritic, ImpalaResNet, MinAtarCNN, NatureCNN, make_torso
 from networks.torsos import preprocess_frames
 
 NUM_ACTIONS = 6
@@ -155,3 +155,33 @@ def test_impala_resnet_reference_init_is_cleanbas():
 def test_torso_init_is_checked():
     with pytest.raises(ValueError, match="torso init 'xavier'"):
         MLP(layer_init="xavier").init(jax.random.PRNGKey(0), np.ones((1, 3), np.float32))
+
+
+def test_minatar_cnn_is_the_papers_network():
+    """MinAtar examples/dqn.py (4241f24) lines 72-80: Conv2d(C, 16, kernel 3, stride 1) on the
+    10x10 grid (8x8x16 = 1024 features), Linear(1024, 128); ReLU after each. 0/1 grids are not
+    rescaled (a /255 would make every input ~0), and NCHW input gives the same embedding."""
+    rng = np.random.default_rng(0)
+    grid = (rng.random((3, 10, 10, 4)) < 0.3).astype(np.float32)
+    torso = MinAtarCNN()
+    params = torso.init(jax.random.PRNGKey(0), grid)
+    shapes = jax.tree.map(np.shape, params["params"])
+    assert shapes == {"Conv_0": {"kernel": (3, 3, 4, 16), "bias": (16,)},
+                      "Dense_0": {"kernel": (8 * 8 * 16, 128), "bias": (128,)}}
+    out = np.asarray(torso.apply(params, grid))
+    assert out.shape == (3, 128) and (out >= 0).all()
+    # By hand: VALID 3x3 conv + ReLU, flatten (H, W, C order, as flax), dense + ReLU.
+    k, b = (np.asarray(params["params"]["Conv_0"][n], np.float64) for n in ("kernel", "bias"))
+    conv = np.zeros((3, 8, 8, 16))
+    for i in range(8):
+        for j in range(8):
+            conv[:, i, j] = np.einsum("bhwc,hwcd->bd", grid[:, i:i + 3, j:j + 3], k) + b
+    hidden = np.maximum(conv, 0).reshape(3, -1)
+    dk, db = (np.asarray(params["params"]["Dense_0"][n], np.float64) for n in ("kernel", "bias"))
+    np.testing.assert_allclose(out, np.maximum(hidden @ dk + db, 0), rtol=1e-4, atol=1e-5)
+    nchw = MinAtarCNN(channels_first=True).apply(params, np.transpose(grid, (0, 3, 1, 2)))
+    np.testing.assert_allclose(np.asarray(nchw), out, rtol=1e-6, atol=1e-6)
+    # "reference": orthogonal(sqrt 2), zero bias, on both layers.
+    for kernel, bias in _kernels(params, "Conv") + _kernels(params, "Dense"):
+        assert _is_orthogonal(kernel, np.sqrt(2)) and not bias.any()
+    assert make_torso("minatar_cnn").hidden == 128

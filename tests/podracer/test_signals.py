@@ -2,14 +2,22 @@
 handler runs between two bytecodes of the main thread, possibly inside that thread's own print
 to a full pipe: the second write to the same stream raised "reentrant call" out of the logger,
 and a SIGTERM pre-emption ended with a traceback, a non-zero status and no summary.json. The
-messages now come from the watcher thread."""
+messages now come from the watcher thread. `wait_ready` lets the main thread wait for a call
+in flight and still abandon it."""
 import io
 import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from podracer import signals
 from podracer.signals import StopOnSignal
 
 
@@ -76,3 +84,22 @@ def test_the_watcher_writes_the_message_while_the_main_thread_prints_to_a_full_p
     assert "reentrant" not in err and "Traceback" not in err, err
     assert "stopped by SIGTERM" in out
     assert "SIGTERM: stopping after the current update" in out  # the watcher's message
+
+
+def test_wait_ready_returns_once_computed_and_abandons_when_urgent():
+    """The main thread waits for a call in flight without blocking in it: a second signal
+    (`urgent`) abandons the wait while the computation still runs, and once it ends the outputs
+    come back. (A computation long enough to outlast the 0.05 s timer: 200 products of 512x512
+    matrices, ~1 s on 2 cores. A host callback would make XLA:CPU run the call synchronously.)"""
+    f = jax.jit(lambda x: jax.lax.fori_loop(0, 200, lambda i, y: jnp.tanh(y @ y), x))
+    x = jnp.full((512, 512), 1.0 / 512, jnp.float32)
+    jax.block_until_ready(f(x))  # compiled
+    out = f(x)
+    urgent = threading.Event()
+    threading.Timer(0.05, urgent.set).start()
+    with pytest.raises(signals.Abandoned):
+        signals.wait_ready({"m": out}, urgent)
+    assert not out.is_ready()
+    ready = signals.wait_ready({"m": out}, threading.Event())["m"]
+    assert ready.is_ready()
+    np.testing.assert_allclose(np.asarray(ready), np.asarray(f(x)))
