@@ -16,8 +16,9 @@ gymnax's own `step` resets in the same step (and returns the new episode's first
 instead of the final one); `GymnaxEnv` therefore calls its `step_env` / `reset_env` and lets
 `AutoReset` reset one step late.
 
-Names: "gymnax:<id>" (or a bare gymnax id such as "CartPole-v1") and whatever
-`register_env(name, factory)` adds (factory(options) -> RawEnv).
+Names: "gymnax:<id>" (or a bare gymnax id such as "CartPole-v1"), the other suites'
+"<prefix>:<id>" (anakin/suites: brax, jumanji, craftax, navix, xminigrid, pgx; optional extras)
+and whatever `register_env(name, factory)` adds (factory(options) -> RawEnv).
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from anakin import suites
 from podracer.registry import Registry
 
 PyTree = Any
@@ -189,7 +191,8 @@ def names_a_jax_env(name: str) -> bool:
     """Whether `name` names a JAX-native env by itself: registered here, or "gymnax:<id>" (a
     bare gymnax id such as "CartPole-v1" is also an EnvPool id: only Anakin reads it as
     gymnax's). No import of gymnax: safe before a multi-host join."""
-    return name in ENVS or name.startswith(GYMNAX_PREFIX)
+    return (name in ENVS or name.startswith(GYMNAX_PREFIX)
+            or suites.split_name(name) is not None)
 
 
 def make_env(name: str, options: dict | None = None) -> AutoReset:
@@ -197,6 +200,8 @@ def make_env(name: str, options: dict | None = None) -> AutoReset:
     factory = ENVS.find(name)
     if factory is not None:
         return AutoReset(factory(dict(options or {})))
+    if suites.split_name(name) is not None:
+        return AutoReset(suites.make_raw(name, options))
     env_id = name[len(GYMNAX_PREFIX):] if name.startswith(GYMNAX_PREFIX) else name
     try:
         import gymnax
@@ -205,6 +210,7 @@ def make_env(name: str, options: dict | None = None) -> AutoReset:
     if env_id not in gymnax.registered_envs:
         raise ValueError(f"{name!r} is not a JAX-native env for the Anakin runtime; "
                          f"allowed: gymnax:<id> with <id> one of "
-                         f"{', '.join(gymnax.registered_envs)}, or a name registered with "
+                         f"{', '.join(gymnax.registered_envs)}; <suite>:<id> with <suite> one "
+                         f"of {', '.join(suites.SUITES)} (docs/anakin.md); or a name registered with "
                          f"anakin.envs.register_env ({', '.join(ENVS.names()) or 'none'}).")
     return AutoReset(GymnaxEnv(env_id, options))

@@ -55,7 +55,8 @@ class _Single:
 
     def __init__(self, agent: Agent, env, ac, mesh: Mesh) -> None:
         self.agent, self.env, self.ac, self.mesh = agent, env, ac, mesh
-        self.fused: dict[int, Callable] = {}
+        self.program = runtime.make_update_fn(agent, env, mesh, ac.unroll_length,
+                                              ac.updates_per_call)
 
     def init(self, example, start_update: int, resume: Progress | None):
         ac = self.ac
@@ -66,16 +67,16 @@ class _Single:
         return runtime.place_replicated(state, self.mesh), runtime.place_runner(runner, self.mesh)
 
     def update(self, k: int, state, runner):
-        if k not in self.fused:
-            self.fused[k] = runtime.make_update_fn(self.agent, self.env, self.mesh,
-                                                   self.ac.unroll_length, k)
-        return self.fused[k](state, runner)
+        if self.ac.updates_per_call == 1:
+            return self.program(state, runner)
+        return self.program(state, runner, n=k)
 
-    @staticmethod
-    def split(metrics: dict, eps, k: int) -> tuple[list[list[dict]], list[list[list]]]:
+    def split(self, metrics: dict, eps, k: int) -> tuple[list[list[dict]], list[list[list]]]:
         """[update][member] metrics and games of a call of k updates."""
-        games = runtime.local_episodes(eps)
-        rows = [metrics] if k == 1 else [{n: v[i] for n, v in metrics.items()} for i in range(k)]
+        if self.ac.updates_per_call == 1:
+            return [[metrics]], [[g] for g in runtime.local_episodes(eps)]
+        games = runtime.local_episodes(eps)[:k]  # rounds from k on were skipped
+        rows = [{n: v[i] for n, v in metrics.items()} for i in range(k)]
         return [[m] for m in rows], [[g] for g in games]
 
 
@@ -85,7 +86,8 @@ class _Population:
     def __init__(self, population: pop.Population, env, ac, mesh: Mesh) -> None:
         self.population, self.env, self.ac, self.mesh = population, env, ac, mesh
         self.hparams = population.stacked_hparams()
-        self.fused: dict[int, Callable] = {}
+        self.program = pop.make_update_fn(population, env, mesh, ac.unroll_length,
+                                          ac.updates_per_call)
 
     def init(self, example, start_update: int, resume: Progress | None):
         states, runners = pop.init(self.population, self.env, example, start_update,
@@ -95,15 +97,15 @@ class _Population:
         return pop.place(states, runners, self.mesh)
 
     def update(self, k: int, states, runners):
-        if k not in self.fused:
-            self.fused[k] = pop.make_update_fn(self.population, self.env, self.mesh,
-                                               self.ac.unroll_length, k)
-        return self.fused[k](self.hparams, states, runners)
+        if self.ac.updates_per_call == 1:
+            return self.program(self.hparams, states, runners)
+        return self.program(self.hparams, states, runners, n=k)
 
     def split(self, metrics: dict, eps, k: int):
         size = self.population.size
-        games = pop.local_episodes(eps, size)
-        stacked = metrics if k > 1 else {n: np.asarray(v)[None] for n, v in metrics.items()}
+        fused = self.ac.updates_per_call > 1
+        games = pop.local_episodes(eps, size)[:k]  # rounds from k on were skipped
+        stacked = metrics if fused else {n: np.asarray(v)[None] for n, v in metrics.items()}
         rows = [[{n: v[i][m] for n, v in stacked.items()} for m in range(size)]
                 for i in range(k)]
         return rows, games
@@ -242,10 +244,11 @@ def train(agent: Agent | pop.Population, env, ac: runtime.AnakinConfig,
 
 
 def _call_length(fused: int, updates: int, end: int, due: Callable[[int], bool]) -> int:
-    """Updates in the next call: the fused K, or 1 when fewer than K are left or a hook is due
-    before the K-th (the updates up to it then run one per call, so it sees its own state)."""
-    if fused == 1 or end - updates < fused:
-        return 1
-    if any(due(updates + j) for j in range(1, fused)):
-        return 1
-    return fused
+    """Updates in the next call: up to the fused K, fewer when the run ends sooner or a hook
+    (checkpoint, evaluation) is due sooner: the call then ends at that update, so the hook
+    sees its own state. The fused program runs any length up to K (runtime.fused_rounds)."""
+    for j in range(1, min(fused, end - updates)):
+        if due(updates + j):
+            return j
+    return max(1, min(fused, end - updates))
+

@@ -92,8 +92,9 @@ def make_update_fn(population: Population, env, mesh: Mesh, unroll_length: int,
                    updates_per_call: int = 1):
     """Jitted update(hparams, states, runners) -> (states, runners, metrics, episodes) for all
     members at once: `updates_per_call` (K) rounds of {rollout, learn} per member, as
-    runtime.make_update_fn runs them for one. Metrics leaves are [M] ([K, M] with K > 1),
-    episodes [M, T, B] ([K, M, T, B]). States and runners are donated."""
+    runtime.make_update_fn runs them for one (with K > 1, the call length n <= K is the
+    last argument: update(hparams, states, runners, n=K)). Metrics leaves are [M] ([K, M] with
+    K > 1), episodes [M, T, B] ([K, M, T, B]). States and runners are donated."""
 
     def one_update(hp, state, runner):
         agent = population.make_agent(hp)
@@ -104,22 +105,24 @@ def make_update_fn(population: Population, env, mesh: Mesh, unroll_length: int,
 
     members = jax.vmap(one_update)
 
-    def per_device(hp, states, runners):
+    def per_device(hp, states, runners, *n):
         if updates_per_call == 1:
             return members(hp, states, runners)
 
-        def body(carry, _):
+        def round_(carry):
             s, r, m, e = members(hp, *carry)
             return (s, r), (m, e)
-        (states, runners), (metrics, episodes) = jax.lax.scan(
-            body, (states, runners), None, length=updates_per_call)
+        (states, runners), (metrics, episodes) = runtime.fused_rounds(
+            round_, (states, runners), n[0], updates_per_call)
         return states, runners, metrics, episodes
 
     env_axis = (None,) * (2 if updates_per_call == 1 else 3)
-    sharded = jax.shard_map(per_device, mesh=mesh, in_specs=(P(), P(), P(None, runtime.AXIS)),
+    in_specs = ((P(), P(), P(None, runtime.AXIS))
+                + (() if updates_per_call == 1 else (P(),)))
+    sharded = jax.shard_map(per_device, mesh=mesh, in_specs=in_specs,
                             out_specs=(P(), P(None, runtime.AXIS), P(),
                                        P(*env_axis, runtime.AXIS)), check_vma=False)
-    return jax.jit(sharded, donate_argnums=(1, 2))
+    return runtime.with_call_length(jax.jit(sharded, donate_argnums=(1, 2)), updates_per_call)
 
 
 def member_state(states: PyTree, m: int) -> PyTree:

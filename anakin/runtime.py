@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -215,35 +215,70 @@ def make_learn_fn(agent: Agent, mesh: Mesh):
 
 def make_update_fn(agent: Agent, env, mesh: Mesh, unroll_length: int,
                    updates_per_call: int = 1):
-    """Jitted update(state, runner) -> (state, runner, metrics, episodes): `updates_per_call`
-    (K) rounds of {rollout of T steps, learn} on every device of `mesh`. The learner state is
-    replicated, the runner and the episodes split along the env axis. With K > 1 every update
-    keeps its own metrics (each leaf [K, ...]) and finished games ([K, T, B]), so the host
-    accounts for each as if it had run alone. Both state and runner are donated."""
+    """Jitted update(state, runner) -> (state, runner, metrics, episodes): one round of
+    {rollout of T steps, learn} on every device of `mesh`. The learner state is replicated,
+    the runner and the episodes split along the env axis. Both state and runner are donated.
 
-    def one_update(state, runner):
+    With `updates_per_call` = K > 1: update(state, runner, n=K) runs the first n of K rounds
+    (`fused_rounds`: one compiled program for every call length 1..K) and keeps every
+    round's metrics (each leaf [K, ...]) and finished games ([K, T, B]; rows from n on are
+    zeros), so the host accounts for each update as if it had run alone."""
+
+    def one_update(carry):
+        state, runner = carry
         runner, ro, episodes = rollout(agent, env, agent.actor_params(state), runner,
                                        unroll_length)
         state, metrics = learn(agent, state, ro)
-        return state, runner, metrics, episodes
+        return (state, runner), (metrics, episodes)
 
-    def per_device(state, runner):
+    def per_device(state, runner, *n):
         if updates_per_call == 1:
-            return one_update(state, runner)
-
-        def body(carry, _):
-            s, r, m, e = one_update(*carry)
-            return (s, r), (m, e)
-        (state, runner), (metrics, episodes) = jax.lax.scan(
-            body, (state, runner), None, length=updates_per_call)
+            (state, runner), (metrics, episodes) = one_update((state, runner))
+        else:
+            (state, runner), (metrics, episodes) = fused_rounds(
+                one_update, (state, runner), n[0], updates_per_call)
         return state, runner, metrics, episodes
 
     # check_vma=False as in sebulba/learner.py: library code inside the losses (rlax's scans)
     # is not written for shard_map's varying-type checks; mean_grad is correct either way.
     episodes_spec = P(None, AXIS) if updates_per_call == 1 else P(None, None, AXIS)
-    sharded = jax.shard_map(per_device, mesh=mesh, in_specs=(P(), P(AXIS)),
+    in_specs = (P(), P(AXIS)) + (() if updates_per_call == 1 else (P(),))
+    sharded = jax.shard_map(per_device, mesh=mesh, in_specs=in_specs,
                             out_specs=(P(), P(AXIS), P(), episodes_spec), check_vma=False)
-    return jax.jit(sharded, donate_argnums=(0, 1))
+    return with_call_length(jax.jit(sharded, donate_argnums=(0, 1)), updates_per_call)
+
+
+def fused_rounds(step: Callable, carry: PyTree, n: jax.Array, length: int):
+    """Up to `length` rounds of step(carry) -> (carry, out), of which the first `n` (traced)
+    run: (carry, outs) with every leaf of `outs` [length, ...], rows from n on zeros. So one
+    compiled program serves every call length up to `length`: a run whose remaining updates,
+    or whose next checkpoint or evaluation, fall within a call (the loop ends the call there)
+    needs no second compilation. `n` is the same on every device (replicated), so all of them
+    run the same rounds and the collectives inside `step` stay matched.
+
+    A `fori_loop` with a traced bound (an XLA while loop) writing each round's outputs into
+    its row, as `lax.scan` does inside; a `lax.cond` per round of a fixed-length scan ran the
+    CartPole update at half the speed on XLA:CPU (each branch its own computation)."""
+    _, out_shape = jax.eval_shape(step, carry)
+    outs = jax.tree.map(lambda s: jnp.zeros((length, *s.shape), s.dtype), out_shape)
+    def body(i, state):
+        c, outs = state
+        c, out = step(c)
+        return c, jax.tree.map(lambda rows, row: rows.at[i].set(row), outs, out)
+    return jax.lax.fori_loop(0, n, body, (carry, outs))
+
+
+def with_call_length(jitted: Callable, updates_per_call: int) -> Callable:
+    """`jitted` as update(*args, n=K): the call length as the program's last argument (a host
+    int32, not a constant: one compilation for every n); K == 1 takes no n."""
+    if updates_per_call == 1:
+        return jitted
+
+    def update(*args, n: int = updates_per_call):
+        if not 1 <= n <= updates_per_call:
+            raise ValueError(f"n={n} updates in a call of at most {updates_per_call}.")
+        return jitted(*args, np.int32(n))
+    return update
 
 
 def _place(tree: PyTree, sharding: NamedSharding) -> PyTree:

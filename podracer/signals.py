@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import queue
 import signal
 import sys
 import threading
@@ -126,29 +127,54 @@ def wait_ready(tree: Any, urgent: threading.Event) -> Any:
     blocked device_get held a second Ctrl-C for the whole update, ~50 s on a loaded CPU):
     raises `Abandoned` within `_URGENT_POLL_S` of `urgent` being set.
 
-    A helper thread blocks on the arrays (jax.block_until_ready releases the GIL) and wakes
-    the main thread the moment they are ready. Polling `is_ready` with sleeps, as before, woke
-    up to twice the update's time late (doubling sleeps): ~2-5 ms of every Anakin call on
-    CartPole, where a whole update takes ~5 ms. An error of the computation is not raised
-    here: the caller's device_get raises it."""
+    One long-lived helper thread (`_Waiter`) blocks on the arrays (jax.block_until_ready
+    releases the GIL) and wakes the main thread the moment they are ready. Polling `is_ready`
+    with doubling sleeps woke up to twice the update's time late (~2-5 ms of every Anakin call
+    on CartPole, where a whole update takes ~5 ms), and a new thread per call cost its start-up
+    (a quarter of the wait under py-spy on a loaded 2-core VM). An error of the computation is
+    not raised here: the caller's device_get raises it."""
     leaves = [x for x in jax.tree.leaves(tree) if isinstance(x, jax.Array)]
     if all(x.is_ready() for x in leaves):
         return tree
-    done = threading.Event()
-
-    def block() -> None:
-        try:
-            jax.block_until_ready(leaves)
-        except Exception:  # noqa: BLE001 - re-raised by the caller's device_get
-            pass
-        finally:
-            done.set()
-
-    threading.Thread(target=block, name="wait-ready", daemon=True).start()
+    done = _WAITER.submit(leaves)
     while not done.wait(_URGENT_POLL_S):
         if urgent.is_set():
             raise Abandoned()
     return tree
 
+
+class _Waiter:
+    """A daemon thread that blocks on submitted arrays, one job after another, and sets each
+    job's Event when its arrays are computed (or failed). Started on first use; an abandoned
+    job finishes in the background and only delays the jobs after it."""
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def submit(self, leaves: list) -> threading.Event:
+        done = threading.Event()
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="wait-ready",
+                                                daemon=True)
+                self._thread.start()
+        self._jobs.put((leaves, done))
+        return done
+
+    def _run(self) -> None:
+        while True:
+            leaves, done = self._jobs.get()
+            try:
+                jax.block_until_ready(leaves)
+            except Exception:  # noqa: BLE001 - re-raised by the caller's device_get
+                pass
+            finally:
+                done.set()
+                del leaves  # hold no buffer of a finished job
+
+
+_WAITER = _Waiter()
 
 _URGENT_POLL_S = 0.02  # how soon a second signal abandons the call in flight

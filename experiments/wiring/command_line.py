@@ -213,11 +213,51 @@ def cpu_hint(config: Any, config_file: str) -> str | None:
             f"run use {variant} (Nature CNN, fewer envs; README, throughput table).")
 
 
+_ENV_OPTION = re.compile(r"--config\.env\.options\.([A-Za-z_][A-Za-z0-9_]*)=(.*)")
+
+
+def take_env_options(argv: list[str]) -> dict[str, Any]:
+    """Removes `--config.env.options.<key>=<value>` from `argv` and returns {key: value}.
+
+    `env.options` is an open dict passed to the env's maker (gymnax EnvParams fields, a JAX
+    suite's options: docs/anakin.md), empty in most configs, so ml_collections' locked
+    overrides cannot add keys to it. A value is read as a Python literal (50, 0.5, True,
+    "generalized", [1, 2]) and kept as the string given otherwise."""
+    import ast
+    options, rest = {}, []
+    for a in argv:
+        m = _ENV_OPTION.fullmatch(a)
+        if m is None:
+            rest.append(a)
+            continue
+        try:
+            options[m.group(1)] = ast.literal_eval(m.group(2))
+        except (ValueError, SyntaxError):
+            options[m.group(1)] = m.group(2)
+    argv[:] = rest
+    return options
+
+
+def set_env_options(config: Any, options: dict[str, Any]) -> None:
+    """Puts `options` (take_env_options) into config.env.options."""
+    if not options:
+        return
+    env = config.get("env") if hasattr(config, "get") else None
+    if env is None or "options" not in env:
+        raise validation.ConfigError(
+            f"--config.env.options.{next(iter(options))}: this config has no env.options "
+            f"(its env takes no options).")
+    with config.unlocked():
+        for key, value in options.items():
+            env.options[key] = value
+
+
 def run(run_fn: Callable[[Any], Any], default_config: str) -> None:
     """Defines the flags, parses them, imports --import modules and calls run_fn(config)."""
     from absl import app, flags
     from ml_collections import config_flags
 
+    env_options = take_env_options(sys.argv)
     with _flag_errors(sys.argv, default_config):
         flag = config_flags.DEFINE_config_file(
             "config", default_config, "Experiment config file (`:variant` selects a variant).",
@@ -234,6 +274,7 @@ def run(run_fn: Callable[[Any], Any], default_config: str) -> None:
         try:
             user_modules.import_modules(flags.FLAGS["import"].value)
             config = flag.value
+            set_env_options(config, env_options)
             hint = cpu_hint(config, config_flags.get_config_filename(flags.FLAGS["config"]))
             if hint:
                 print(hint, flush=True)

@@ -39,14 +39,17 @@ def _init(agent, env):
     return agent.init(jax.random.key(1), example)
 
 
-def _updates(agent, env, n_devices, n_updates=2, updates_per_call=1):
+def _updates(agent, env, n_devices, n_updates=2, updates_per_call=1, lengths=None):
+    """`n_updates` calls of the update program (or one call per entry of `lengths`, each
+    running that many of the fused program's rounds)."""
     mesh = runtime.make_mesh(tuple(range(n_devices)))
     state = runtime.place_replicated(_init(agent, env), mesh)
     runner = runtime.place_runner(runtime.init_runner(agent, env, jax.random.key(7), B), mesh)
     update = runtime.make_update_fn(agent, env, mesh, T, updates_per_call)
     out = []
-    for _ in range(n_updates):
-        state, runner, metrics, eps = update(state, runner)
+    for n in lengths or [None] * n_updates:
+        kwargs = {} if n is None else {"n": n}
+        state, runner, metrics, eps = update(state, runner, **kwargs)
         out.append((jax.device_get(metrics), runtime.local_episodes(eps)))
     return jax.device_get(state), jax.device_get(runner), out
 
@@ -143,6 +146,26 @@ def test_fused_updates_equal_single_calls():
         (g_single,) = g_single  # one update's games
         assert g_fused == g_single  # (return, length) of each game, in order
     assert sum(len(g) for _, g in per_update) > 0  # 12-step games end inside the calls
+
+
+def test_a_fused_program_runs_any_call_length_up_to_k():
+    """One compiled program of K = 4 rounds serves calls of 3 and then 1 update (a run's tail,
+    or a checkpoint due mid-call): the same state and per-update metrics as 4 single calls,
+    and the skipped rounds change nothing and output zeros."""
+    agent, env = _agent()
+    s1, r1, single = _updates(agent, env, 2, n_updates=4)
+    s2, r2, fused = _updates(agent, env, 2, updates_per_call=4, lengths=[3, 1])
+    _close(s1.params, s2.params)
+    _close(r1.env.obs, r2.env.obs)
+    assert int(s2.update) == 4
+    ran = [({k: v[i] for k, v in metrics.items()}, games[i])
+           for (metrics, games), n in zip(fused, [3, 1]) for i in range(n)]
+    for (m_fused, g_fused), (m_single, (g_single,)) in zip(ran, single):
+        _close(m_fused, m_single)
+        assert g_fused == g_single
+    metrics, games = fused[1]
+    assert all(not np.any(v[1:]) for v in metrics.values())
+    assert games[1:] == [[], [], []]
 
 
 def test_recurrent_core_state_matches_what_the_actor_used():

@@ -117,3 +117,24 @@ def test_sweep_passes_import_to_every_run(tmp_path):
     run = sweep.plan(args.grid_spec, args.seed_list, args.out)[0]
     cmd = sweep.command(args, run, resume=False)
     assert cmd[-2:] == ["--import=my_envs", "--import=more.py"]
+
+
+def test_env_options_are_added_from_the_command_line():
+    """env.options is an open dict (empty in most configs): --config.env.options.<key>=<v>
+    adds keys, each value read as a Python literal, else kept as a string."""
+    import ml_collections
+
+    from experiments.wiring import command_line
+    argv = ["prog", "--config.env.options.max_steps=50", "--config.num_envs=4",
+            "--config.env.options.backend=generalized", "--config.env.options.scale=0.5"]
+    options = command_line.take_env_options(argv)
+    assert argv == ["prog", "--config.num_envs=4"]
+    assert options == {"max_steps": 50, "backend": "generalized", "scale": 0.5}
+    config = ml_collections.ConfigDict({"env": {"name": "x", "options": {}}})
+    config.lock()
+    command_line.set_env_options(config, options)
+    assert config.env.options.to_dict() == options
+    from podracer.validation import ConfigError
+    with pytest.raises(ConfigError, match="no env.options"):
+        command_line.set_env_options(ml_collections.ConfigDict({"env": {"name": "x"}}),
+                                     {"max_steps": 1})

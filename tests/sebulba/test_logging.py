@@ -51,3 +51,29 @@ def test_every_scalar_of_an_update_reaches_tensorboard_at_its_step(tmp_path):
     assert [(e.step, e.value) for e in acc.Scalars("loss/total")] == [(8, 1.0), (16, 2.0)]
     assert [(e.step, e.value) for e in acc.Scalars("sps")] == [(8, 1008.0), (16, 1016.0)]
     assert [e.value != e.value for e in acc.Scalars("nonfinite/skipped")] == [True, True]
+
+
+def test_metrics_jsonl_rows_reach_the_disk_within_the_flush_interval_and_on_close(
+        tmp_path, monkeypatch):
+    """metrics.jsonl is block-buffered (no write syscall per row) but a reader still sees each
+    row within `_JSONL_FLUSH_S`, on `flush()`, and on close."""
+    from podracer import logging as plog
+    clock = [100.0]
+    monkeypatch.setattr(plog.time, "monotonic", lambda: clock[0])
+    logger = MetricsLogger(str(tmp_path), 100, console_every_s=1e9)
+    path = tmp_path / "metrics.jsonl"
+
+    def rows():
+        return [json.loads(line)["step"] for line in path.read_text().splitlines()]
+
+    logger.write(1, {"a": 1.0})
+    assert rows() == []                       # buffered
+    clock[0] += plog._JSONL_FLUSH_S
+    logger.write(2, {"a": 2.0})
+    assert rows() == [1, 2]                   # the interval passed: flushed with this row
+    logger.write(3, {"a": 3.0})
+    logger.flush()
+    assert rows() == [1, 2, 3]
+    logger.write(4, {"a": 4.0})
+    logger.close()
+    assert rows() == [1, 2, 3, 4]
