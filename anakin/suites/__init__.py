@@ -46,6 +46,17 @@ SUITES: dict[str, Suite] = {s.prefix: s for s in (
 )}
 
 
+def strong_types(tree: Any) -> Any:
+    """`tree` with its weakly typed leaves (Python-scalar constants in a suite's code) made
+    strong: the runtime's first state is strongly typed, so a weak leaf coming back from a step
+    would change the compiled update's input types and compile it a second time."""
+    import jax
+
+    def strong(x):
+        return jax.lax.convert_element_type(x, x.dtype) if jax.typeof(x).weak_type else x
+    return jax.tree.map(strong, tree)
+
+
 def split_name(name: str) -> tuple[Suite, str] | None:
     """(suite, id) for "<prefix>:<id>" of a known suite, else None. Imports nothing."""
     prefix, sep, env_id = name.partition(":")

@@ -47,6 +47,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from anakin.suites import strong_types
+
 ENV_IDS = (
     "Navix-Empty-5x5-v0", "Navix-Empty-6x6-v0", "Navix-Empty-8x8-v0", "Navix-Empty-16x16-v0",
     "Navix-Empty-Random-5x5-v0", "Navix-Empty-Random-6x6-v0", "Navix-Empty-Random-8x8-v0",
@@ -115,7 +117,7 @@ class NavixEnv:
         timestep = self.env.reset(key)
         if not self.observation.startswith("rgb"):
             timestep = timestep.replace(state=timestep.state.replace(cache=_empty_cache()))
-        return _strong(timestep), self._obs(timestep)
+        return strong_types(timestep), self._obs(timestep)
 
     def transition(self, key, timestep, action):
         del key  # navix draws from the key in its state (see the module docstring)
@@ -124,20 +126,11 @@ class NavixEnv:
         terminated = timestep.step_type == navix.StepType.TERMINATION
         truncated = timestep.step_type == navix.StepType.TRUNCATION
         reward = timestep.reward.astype(np.float32)
-        return _strong(timestep), self._obs(timestep), reward, terminated, truncated
+        return strong_types(timestep), self._obs(timestep), reward, terminated, truncated
 
     @staticmethod
     def _obs(timestep):
         return timestep.observation.astype(np.float32)
-
-
-def _strong(tree):
-    """`tree` with its weakly typed leaves (Python-scalar constants in the suite's code) made
-    strong: the runtime's first state is strongly typed, so a weak leaf coming back from a step
-    would change the compiled update's input types and compile it a second time."""
-    def strong(x):
-        return jax.lax.convert_element_type(x, x.dtype) if jax.typeof(x).weak_type else x
-    return jax.tree.map(strong, tree)
 
 
 def _import_navix():

@@ -41,6 +41,8 @@ import numbers
 import jax
 import numpy as np
 
+from anakin.suites import strong_types
+
 MINIGRID_IDS = (
     "MiniGrid-BlockedUnlockPickUp",
     "MiniGrid-DoorKey-5x5", "MiniGrid-DoorKey-6x6", "MiniGrid-DoorKey-8x8",
@@ -98,7 +100,7 @@ class XMiniGridEnv:
 
     def reset(self, key):
         timestep = self.env.reset(self.params, key)
-        return _strong(timestep), timestep.observation.astype(np.float32)
+        return strong_types(timestep), timestep.observation.astype(np.float32)
 
     def transition(self, key, timestep, action):
         del key  # the suite's step draws nothing
@@ -106,17 +108,8 @@ class XMiniGridEnv:
         last = timestep.last()
         terminated = last & (timestep.discount == 0.0)
         truncated = last & (timestep.discount != 0.0)
-        return (_strong(timestep), timestep.observation.astype(np.float32),
+        return (strong_types(timestep), timestep.observation.astype(np.float32),
                 timestep.reward.astype(np.float32), terminated, truncated)
-
-
-def _strong(tree):
-    """`tree` with its weakly typed leaves (Python-scalar constants in the suite's code) made
-    strong: the runtime's first state is strongly typed, so a weak leaf coming back from a step
-    would change the compiled update's input types and compile it a second time."""
-    def strong(x):
-        return jax.lax.convert_element_type(x, x.dtype) if jax.typeof(x).weak_type else x
-    return jax.tree.map(strong, tree)
 
 
 def make(env_id: str, options: dict) -> XMiniGridEnv:

@@ -89,3 +89,18 @@ def random_return(env: envs.AutoReset, *, num_envs: int = 64, steps: int = 1000,
     if count == 0:
         raise AssertionError(f"no episode ended in {steps} random steps of {num_envs} envs")
     return float(total) / float(count)
+
+
+def assert_step_keeps_state_types(env: envs.AutoReset, action) -> None:
+    """Shapes, dtypes and weak types of the state after a step equal the reset's (traced
+    only): any change makes the runtime compile its update a second time (a suite's
+    Python-scalar constants are weakly typed; the adapters make them strong)."""
+    key = jax.random.key(0)
+    state = jax.eval_shape(env.reset, key)
+    after, _ = jax.eval_shape(env.step, key, state, action)
+
+    def types(tree):
+        return [(x.shape, x.dtype, x.weak_type) for x in jax.tree.leaves(tree)]
+    assert jax.tree.structure(after) == jax.tree.structure(state)
+    assert types(after) == types(state)
+    assert not any(weak for *_, weak in types(state))
