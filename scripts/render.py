@@ -131,7 +131,11 @@ def write_video(path: str, frames: list[np.ndarray], fps: float) -> str:
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     if path.lower().endswith(".gif"):
         iio.imwrite(path, np.stack(frames), duration=1000.0 / fps, loop=0)
-    else:
+    elif importlib.util.find_spec("imageio_ffmpeg") is not None:
+        # imageio-ffmpeg pads each side to a multiple of 16 by default (210 x 160 Atari frames
+        # came back 224 x 160); 2 is what H.264's 4:2:0 needs, so even sizes stay exact.
+        iio.imwrite(path, np.stack(frames), fps=fps, plugin="FFMPEG", macro_block_size=2)
+    else:  # PyAV
         iio.imwrite(path, np.stack(frames), fps=fps)
     return path
 

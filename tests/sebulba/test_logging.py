@@ -59,7 +59,7 @@ def test_metrics_jsonl_rows_reach_the_disk_within_the_flush_interval_and_on_clos
     row within `_JSONL_FLUSH_S`, on `flush()`, and on close."""
     from podracer import logging as plog
     clock = [100.0]
-    monkeypatch.setattr(plog.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(plog, "_monotonic", lambda: clock[0])
     logger = MetricsLogger(str(tmp_path), 100, console_every_s=1e9)
     path = tmp_path / "metrics.jsonl"
 
