@@ -104,3 +104,18 @@ def assert_step_keeps_state_types(env: envs.AutoReset, action) -> None:
     assert jax.tree.structure(after) == jax.tree.structure(state)
     assert types(after) == types(state)
     assert not any(weak for *_, weak in types(state))
+
+
+def ppo_best_return(tmp_path, env_name: str, **overrides) -> float:
+    """PPO (experiments/configs/ppo_gymnax.py with `overrides`, e.g. stop_at_return and
+    total_env_steps) on `env_name`: the best 100-game mean it reached (printed with the steps
+    and the wall time), for a suite's learning check."""
+    import time
+    config = quiet_config(ppo_gymnax.get_config(), tmp_path / "run", checkpoint_keep=0,
+                          **{"env.name": env_name}, **overrides)
+    start = time.perf_counter()
+    result = train.run(config)
+    best = result.episode_summary["episode/return_best_mean"]
+    print(f"PPO {env_name}: best 100-game mean {best:.3f} after {result.env_steps:,d} steps "
+          f"in {time.perf_counter() - start:.1f}s wall")
+    return best
