@@ -214,3 +214,27 @@ def make_env(name: str, options: dict | None = None) -> AutoReset:
                          f"of {', '.join(suites.SUITES)} (docs/anakin.md); or a name registered with "
                          f"anakin.envs.register_env ({', '.join(ENVS.names()) or 'none'}).")
     return AutoReset(GymnaxEnv(env_id, options))
+
+
+def uniform_actions(space, key: jax.Array, n: int) -> PyTree:
+    """`n` actions drawn uniformly from a gymnasium space (Discrete, MultiDiscrete, bounded
+    Box, Dict or Tuple of those), as a batch on the leading axis: a uniformly random policy,
+    whose return is the baseline of a normalised score (scripts/random_scores.py)."""
+    from gymnasium import spaces
+    if isinstance(space, spaces.Discrete):
+        return jax.random.randint(key, (n,), int(space.start), int(space.start + space.n))
+    if isinstance(space, spaces.MultiDiscrete):
+        nvec = jnp.asarray(space.nvec)
+        return jax.random.randint(key, (n, *nvec.shape), 0, nvec)
+    if isinstance(space, spaces.Box):
+        if not (np.all(np.isfinite(space.low)) and np.all(np.isfinite(space.high))):
+            raise TypeError(f"no uniform sampler for an unbounded Box: {space}")
+        return jax.random.uniform(key, (n, *space.shape), minval=jnp.asarray(space.low),
+                                  maxval=jnp.asarray(space.high))
+    if isinstance(space, spaces.Dict):
+        keys = jax.random.split(key, len(space.spaces))
+        return {k: uniform_actions(s, kk, n) for (k, s), kk in zip(space.spaces.items(), keys)}
+    if isinstance(space, spaces.Tuple):
+        keys = jax.random.split(key, len(space.spaces))
+        return tuple(uniform_actions(s, kk, n) for s, kk in zip(space.spaces, keys))
+    raise TypeError(f"no uniform sampler for {space}")

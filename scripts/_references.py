@@ -65,10 +65,11 @@ def load_references(path: str) -> dict[tuple[str, str], tuple[np.ndarray, np.nda
 
 
 def draw_references(ax, references: dict, env: str | None = None) -> None:
-    """Dashed grey-scale lines with markers on a step axis; `env` set: only that env's and
+    """Grey-scale lines with markers on a step axis (a shade, a marker and a dash pattern per
+    curve, so up to 3 x 4 x 3 curves in one panel stay apart); `env` set: only that env's and
     env-less references. The axis keeps the runs' step range: a reference to 50M steps would
     squash a 2M-step run into its left edge."""
-    shades = ("0.0", "0.35", "0.6")
+    shades, markers, dashes = ("0.0", "0.4", "0.65"), ("o", "s", "^", "D"), ("--", ":", "-.")
     xlim = ax.get_xlim() if ax.has_data() else None
     drawn = [(label, curve) for (label, ref_env), curve in sorted(references.items())
              if env is None or not ref_env or ref_env == env]
@@ -78,7 +79,7 @@ def draw_references(ax, references: dict, env: str | None = None) -> None:
             # do not stretch the value axis either.
             keep, edge = steps < xlim[1], np.interp(xlim[1], steps, values)
             steps, values = np.append(steps[keep], xlim[1]), np.append(values[keep], edge)
-        ax.plot(steps, values, linestyle="--", marker="o", markersize=3, linewidth=1.2,
-                color=shades[i % len(shades)], label=f"{label} (reference)")
+        ax.plot(steps, values, linestyle=dashes[i // 12 % 3], marker=markers[i // 3 % 4],
+                markersize=3.5, linewidth=1.2, color=shades[i % 3], label=f"{label} (reference)")
     if xlim is not None:
         ax.set_xlim(xlim)

@@ -145,6 +145,21 @@ def final_value(run_dir: str, metric: str) -> float | None:
     return None if curve is None else float(curve["value"][-1])
 
 
+def value_at(run_dir: str, metric: str, step: float) -> float | None:
+    """`metric` at agent step `step`: the last point logged at or before it (a 100-game mean is
+    logged with each update, so this is its value after the last update within `step`), or None
+    when the run has not got there yet. A run has got there when it logged a point at or past
+    `step`, or when its next point would be past it (one more logging interval, as between its
+    last two points): a run of 10M steps in updates of 8,192 ends at 9,994,240, and is at 10M."""
+    curve = load_curve(run_dir, metric)
+    if curve is None or curve["step"][0] > step:
+        return None
+    steps = curve["step"]
+    if steps[-1] < step and (len(steps) < 2 or 2 * steps[-1] - steps[-2] <= step):
+        return None
+    return float(curve["value"][np.searchsorted(curve["step"], step, side="right") - 1])
+
+
 def load_curve(run_dir: str, metric: str) -> dict[str, np.ndarray] | None:
     """{"step", "time" (s of training, see `training_time`), "value"} of `metric`, or None if
     absent.

@@ -37,7 +37,9 @@ the fraction of runs scoring above tau) of the final scores, one line per settin
 envs, raw or min-max normalised by --normalize: a built-in table (atari_nature: random and
 human scores of Mnih et al. 2015) or a JSON file {"Pong": {"random": -20.7, "reference": 9.3}}.
 With --normalize, each setting on several envs also gets an "all envs" row (IQM over runs x
-envs of the normalised scores). Below 4 seeds the IQM trims nothing (it is the mean); with one
+envs of the normalised scores). --at 1e6,2.5e6,5e6 prints those tables at the given agent
+steps instead (each run's last point at or before the step; a run not yet there is left out,
+with a note), and the profile is drawn at the last of them. Below 4 seeds the IQM trims nothing (it is the mean); with one
 seed there is no interval (noted, drawn as the run itself).
 """
 from __future__ import annotations
@@ -106,16 +108,19 @@ def group_runs(run_dirs: list[str],
     return groups
 
 
-def final_scores(groups: dict[tuple[str, str], list[str]],
-                 metric: str) -> dict[tuple[str, str], np.ndarray]:
-    """{(setting, env): final `metric` per seed}, runs without it left out (with a note)."""
+def final_scores(groups: dict[tuple[str, str], list[str]], metric: str,
+                 at: float | None = None) -> dict[tuple[str, str], np.ndarray]:
+    """{(setting, env): final `metric` per seed}, or its value at agent step `at`
+    (`_runs.value_at`); runs without it left out (with a note)."""
     out = {}
     for key, runs in groups.items():
         values = []
         for run in runs:
-            value = _runs.final_value(run, metric)
+            value = (_runs.final_value(run, metric) if at is None
+                     else _runs.value_at(run, metric, at))
             if value is None:
-                print(f"plot: {run} has no {metric!r} yet; left out", file=sys.stderr)
+                where = "yet" if at is None else f"at step {at:,.0f} (not there yet)"
+                print(f"plot: {run} has no {metric!r} {where}; left out", file=sys.stderr)
             else:
                 values.append(value)
         if values:
@@ -283,6 +288,10 @@ def main(argv=None) -> str:
                         f"{', '.join(NORMALIZE_TABLES)} or a JSON file")
     p.add_argument("--table", action="store_true",
                    help="print the final-score table (implied by --aggregate iqm, --profile)")
+    p.add_argument("--at", default="", metavar="STEPS",
+                   help="tables of the score at these agent steps (comma-separated, e.g. "
+                        "1e6,2.5e6,5e6: each run's last point at or before the step) instead "
+                        "of the final scores; the profile takes the last of them")
     p.add_argument("--reps", type=int, default=2000,
                    help="bootstrap resamples (rliable uses 50000 for final intervals: slower)")
     p.add_argument("--bootstrap_seed", type=int, default=0)
@@ -298,6 +307,12 @@ def main(argv=None) -> str:
     bad = [a for a in axes if a not in AXES]
     if bad:
         p.error(f"--x: unknown axis {bad[0]!r}; allowed: {', '.join(AXES)}")
+    try:
+        at_steps = [float(v) for v in args.at.split(",") if v.strip()]
+    except ValueError:
+        p.error(f"--at {args.at!r}: give agent steps as numbers, comma-separated (1e6,2.5e6)")
+    if any(not np.isfinite(v) or v < 0 for v in at_steps):
+        p.error(f"--at {args.at!r}: steps must be finite and >= 0")
     if args.reps < 100:
         p.error(f"--reps={args.reps}: too few resamples for a 95% interval; use >= 100")
     try:
@@ -340,21 +355,27 @@ def main(argv=None) -> str:
              env=envs.pop() if len(envs) == 1 else None)
         n_runs, n_groups = sum(len(c) for c in groups.values()), len(groups)
     print(f"plot: {n_runs} runs in {n_groups} setting(s) -> {output}")
-    if args.aggregate == "iqm" or args.profile or args.table:
-        finals = final_scores(group_runs(runs, names), args.metric)
+    if args.aggregate == "iqm" or args.profile or args.table or at_steps:
         unit = args.metric
         if table is not None:
-            try:
-                finals = {k: normalize(v, k[1], table, args.normalize)
-                          for k, v in finals.items()}
-            except ValueError as e:
-                p.error(str(e))
             unit = f"{args.metric} normalised ({args.normalize}: 0 random, 1 reference)"
-        text, _, notes = score_table(finals, overall=table is not None, **boot)
-        print(f"\nfinal {unit}, over seeds:\n\n{text}\n")
-        for note in notes:
-            print(f"note: {note}")
-        if args.profile:
+        for at in at_steps or [None]:
+            finals = final_scores(group_runs(runs, names), args.metric, at)
+            if table is not None:
+                try:
+                    finals = {k: normalize(v, k[1], table, args.normalize)
+                              for k, v in finals.items()}
+                except ValueError as e:
+                    p.error(str(e))
+            if not finals:
+                print(f"\nno run has {args.metric!r} at step {at:,.0f}\n")
+                continue
+            text, _, notes = score_table(finals, overall=table is not None, **boot)
+            where = "final" if at is None else f"at step {at:,.0f},"
+            print(f"\n{where} {unit}, over seeds:\n\n{text}\n")
+            for note in notes:
+                print(f"note: {note}")
+        if args.profile and finals:
             plot_profile(finals, args.profile, unit, **boot)
             print(f"plot: performance profile of {sum(len(v) for v in finals.values())} runs "
                   f"-> {args.profile}")

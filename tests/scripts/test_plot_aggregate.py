@@ -172,3 +172,31 @@ def test_only_one_seed_everywhere_is_noted_not_an_error(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "1 seed, so no confidence interval" in out
     assert (tmp_path / "c.png").exists() and (tmp_path / "p.png").exists()
+
+
+def test_table_at_steps_and_runs_not_there_yet(tmp_path, capsys):
+    """--at: the score at given agent steps (the last point at or before each), a run that has
+    not reached a step left out of that step's table with a note."""
+    for s, final in enumerate(FINALS):
+        _write_run(tmp_path / "runs" / f"a-s{s}", s, final, steps=1000, points=11)
+    _write_run(tmp_path / "runs" / "a-s8", 8, 50.0, steps=400, points=5, summary=False)
+    plot.main([str(tmp_path / "runs"), "--at", "450,1000", "--output",
+               str(tmp_path / "c.png"), "--reps", str(REPS)])
+    out, err = capsys.readouterr()
+    first, second = out.split("at step 1,000,")
+    (at_450,) = _parse_table(first.split("at step 450,")[1]).values()  # one setting, one env
+    (at_1000,) = _parse_table(second).values()
+    # At 450 the last logged point is step 400 (points every 100): final * 0.4 for the eight,
+    # and 50.0 for the ninth, which ends at step 400: its next point (every 100) would be past
+    # 450, so it is there (as a 10M-step run ending at 9,994,240 is at 10M).
+    assert at_450["seeds"] == "9"
+    assert float(at_450["max"]) == pytest.approx(50.0)
+    assert float(at_450["min"]) == pytest.approx(0.0)
+    assert float(at_450["median"]) == pytest.approx(np.median([f * 0.4 for f in FINALS]
+                                                              + [50.0]))
+    # At 1000 the ninth has not got there: left out, named.
+    assert at_1000["seeds"] == "8" and float(at_1000["IQM"]) == pytest.approx(3.5)
+    assert "a-s8 has no 'episode/return_mean' at step 1,000 (not there yet)" in err
+    with pytest.raises(SystemExit):
+        plot.main([str(tmp_path / "runs"), "--at", "1M"])
+    assert "--at '1M'" in capsys.readouterr().err

@@ -39,31 +39,12 @@ def few_updates(tmp_path, env_name: str, runtime: str, *, updates: int = 2, num_
     return result
 
 
-def random_actions(space, key, n: int):
-    """`n` actions drawn uniformly from a gymnasium space (Discrete, MultiDiscrete, bounded
-    Box, Dict or Tuple of those), as a batch on the leading axis."""
-    from gymnasium import spaces
-    if isinstance(space, spaces.Discrete):
-        return jax.random.randint(key, (n,), int(space.start), int(space.start + space.n))
-    if isinstance(space, spaces.MultiDiscrete):
-        nvec = jnp.asarray(space.nvec)
-        return jax.random.randint(key, (n, *nvec.shape), 0, nvec)
-    if isinstance(space, spaces.Box):
-        return jax.random.uniform(key, (n, *space.shape), minval=jnp.asarray(space.low),
-                                  maxval=jnp.asarray(space.high))
-    if isinstance(space, spaces.Dict):
-        keys = jax.random.split(key, len(space.spaces))
-        return {k: random_actions(s, kk, n) for (k, s), kk in zip(space.spaces.items(), keys)}
-    if isinstance(space, spaces.Tuple):
-        keys = jax.random.split(key, len(space.spaces))
-        return tuple(random_actions(s, kk, n) for s, kk in zip(space.spaces, keys))
-    raise TypeError(f"no uniform sampler for {space}")
 
 
 def random_return(env: envs.AutoReset, *, num_envs: int = 64, steps: int = 1000,
                   seed: int = 0) -> float:
     """The mean return of the episodes a uniformly random policy finishes in `steps` steps of
-    `num_envs` envs (actions uniform over `env.action_space`: `random_actions`)."""
+    `num_envs` envs (actions uniform over `env.action_space`: `envs.uniform_actions`)."""
 
     @jax.jit
     def run(key):
@@ -73,7 +54,7 @@ def random_return(env: envs.AutoReset, *, num_envs: int = 64, steps: int = 1000,
         def body(carry, key):
             state, ret, total, count = carry
             k_act, k_env = jax.random.split(key)
-            action = random_actions(env.action_space, k_act, num_envs)
+            action = envs.uniform_actions(env.action_space, k_act, num_envs)
             state, s = jax.vmap(env.step)(jax.random.split(k_env, num_envs), state, action)
             ret = ret + s.reward
             over = s.episode_over
