@@ -302,7 +302,8 @@ def main(argv=None) -> str:
                    help="legend text for the runs in PATH (a run dir or a folder of them) "
                         "instead of the config fields that differ; runs given the same text "
                         "are one setting; repeatable")
-    args = p.parse_args(argv)
+    # Intermixed: run dirs may come between options (a run dir, then its --label, ...).
+    args = p.parse_intermixed_args(argv)
     axes = tuple(a.strip() for a in args.x.split(","))
     bad = [a for a in axes if a not in AXES]
     if bad:
