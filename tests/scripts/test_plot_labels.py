@@ -76,3 +76,11 @@ def test_float_fields_read_as_written_not_as_their_repr(tmp_path, figures):
     plot.main([str(tmp_path), "--x", "step", "--output", str(tmp_path / "f.png")])
     assert _legend(figures[-1].axes[0]) == [
         "agent.learning_rate=0.0006 (n=1)", "agent.learning_rate=0.001 (n=1)"]
+
+
+def test_run_dirs_between_options(runs, figures):
+    """Each run dir followed by its --label, as one writes a comparison by hand."""
+    out = str(runs / "curves.png")
+    plot.main([str(runs / "a"), "--label", f"{runs / 'a'}=small", str(runs / "b"),
+               "--label", f"{runs / 'b'}=big", "--x", "step", "--output", out])
+    assert _legend(figures[-1].axes[0]) == ["big (n=1)", "small (n=2)"]
