@@ -57,6 +57,15 @@ def strong_types(tree: Any) -> Any:
     return jax.tree.map(strong, tree)
 
 
+def refuse_unknown_options(name: str, options: dict, allowed, shown=None) -> None:
+    """Raises ValueError naming the options of `name` ("<suite>:<id>") that are not in
+    `allowed`, and what is (`shown`, default `allowed`, in its order): every adapter's check."""
+    unknown = sorted(set(options) - set(allowed))
+    if unknown:
+        raise ValueError(f"{name}: unknown option(s) {unknown}; allowed: "
+                         f"{', '.join(shown if shown is not None else allowed)}.")
+
+
 def split_name(name: str) -> tuple[Suite, str] | None:
     """(suite, id) for "<prefix>:<id>" of a known suite, else None. Imports nothing."""
     prefix, sep, env_id = name.partition(":")

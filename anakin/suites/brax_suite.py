@@ -59,6 +59,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from anakin.suites import refuse_unknown_options
+
 BACKENDS = ("generalized", "positional", "spring", "mjx")
 DEFAULT_BACKEND = "generalized"     # why: the module docstring ("backend")
 DEFAULT_EPISODE_LENGTH = 1000       # brax.envs.create's / brax training's default
@@ -159,8 +161,6 @@ def make(env_id: str, options: dict) -> BraxEnv:
         raise ValueError(f"brax:{env_id}: episode_length must be an int >= 1; got "
                          f"{episode_length!r}.")
     allowed = _constructor_options(envs[env_id])
-    unknown = sorted(set(options) - set(allowed))
-    if unknown:
-        raise ValueError(f"brax:{env_id}: unknown option(s) {unknown}; allowed: "
-                         f"{', '.join(ADAPTER_OPTIONS + tuple(allowed))}.")
+    refuse_unknown_options(f"brax:{env_id}", options, allowed,
+                           shown=ADAPTER_OPTIONS + tuple(allowed))
     return BraxEnv(env_id, backend, int(episode_length), options)

@@ -52,6 +52,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from anakin.suites import refuse_unknown_options
+
 ADAPTER_OPTIONS = ("max_steps",)
 DEFAULT_MAX_STEPS = 10_000  # for envs without a time limit of their own
 
@@ -127,10 +129,8 @@ class JumanjiEnv:
                              f"{', '.join(registered)}.")
         env = jumanji.make(env_id)
         allowed = [p for p in inspect.signature(type(env).__init__).parameters if p != "self"]
-        unknown = sorted(set(options) - set(allowed))
-        if unknown:
-            raise ValueError(f"jumanji:{env_id}: unknown option(s) {unknown}; allowed: "
-                             f"{sorted(allowed + list(ADAPTER_OPTIONS))}.")
+        refuse_unknown_options(f"jumanji:{env_id}", options, allowed,
+                               shown=sorted(allowed + list(ADAPTER_OPTIONS)))
         if options:
             env = jumanji.make(env_id, **options)
         if tuple(env.reward_spec.shape) != ():

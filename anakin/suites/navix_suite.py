@@ -47,7 +47,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from anakin.suites import strong_types
+from anakin.suites import refuse_unknown_options, strong_types
 
 ENV_IDS = (
     "Navix-Empty-5x5-v0", "Navix-Empty-6x6-v0", "Navix-Empty-8x8-v0", "Navix-Empty-16x16-v0",
@@ -154,10 +154,7 @@ def make(env_id: str, options: dict) -> NavixEnv:
     observation (one of `OBSERVATIONS`, default "symbolic")."""
     if env_id not in ENV_IDS:
         raise ValueError(f"unknown navix env {env_id!r}; allowed: {', '.join(ENV_IDS)}.")
-    unknown = sorted(set(options) - set(OPTIONS))
-    if unknown:
-        raise ValueError(f"navix {env_id}: unknown option(s) {unknown}; allowed: "
-                         f"{list(OPTIONS)}.")
+    refuse_unknown_options(f"navix:{env_id}", options, OPTIONS)
     max_steps = options.get("max_steps", DEFAULT_MAX_STEPS)
     if not isinstance(max_steps, numbers.Integral) or max_steps < 1:
         raise ValueError(f"navix {env_id}: option max_steps={max_steps!r}; allowed: an int "

@@ -49,6 +49,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from anakin.suites import refuse_unknown_options
+
 OPPONENTS = ("random",)
 OPTIONS = ("agent_player", "max_steps", "opponent")
 DEFAULT_MAX_STEPS = 10_000
@@ -71,10 +73,7 @@ class PgxEnv:
         ids = pgx.available_envs()
         if env_id not in ids:
             raise ValueError(f"unknown pgx env {env_id!r}; available: {', '.join(ids)}.")
-        unknown = sorted(set(options) - set(OPTIONS))
-        if unknown:
-            raise ValueError(f"pgx:{env_id}: unknown option(s) {unknown}; allowed: "
-                             f"{list(OPTIONS)}.")
+        refuse_unknown_options(f"pgx:{env_id}", options, OPTIONS)
         self.env, self.env_id = pgx.make(env_id), env_id
         self.num_players = int(self.env.num_players)
         self.opponent = options.get("opponent", "random")

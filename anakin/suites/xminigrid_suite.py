@@ -41,7 +41,7 @@ import numbers
 import jax
 import numpy as np
 
-from anakin.suites import strong_types
+from anakin.suites import refuse_unknown_options, strong_types
 
 MINIGRID_IDS = (
     "MiniGrid-BlockedUnlockPickUp",
@@ -122,10 +122,7 @@ def make(env_id: str, options: dict) -> XMiniGridEnv:
     if env_id not in MINIGRID_IDS:
         raise ValueError(f"unknown xminigrid env {env_id!r}; allowed: "
                          f"{', '.join(MINIGRID_IDS)}.")
-    unknown = sorted(set(options) - set(OPTIONS))
-    if unknown:
-        raise ValueError(f"xminigrid {env_id}: unknown option(s) {unknown}; allowed: "
-                         f"{list(OPTIONS)}.")
+    refuse_unknown_options(f"xminigrid:{env_id}", options, OPTIONS)
     for name, value in options.items():
         if not isinstance(value, numbers.Integral) or value < 1:
             raise ValueError(f"xminigrid {env_id}: option {name}={value!r}; allowed: an int "
