@@ -8,7 +8,8 @@ are the core's, as for Sebulba (podracer/ledger.py, logging.py, checkpoint.py): 
 (Anakin acts with the parameters of the update it feeds).
 
 A fused call (`updates_per_call` = K > 1) is accounted for update by update, as if each had run
-alone: each gets its own metrics row, its own games, its own non-finite count. A call ends
+alone: each gets its own metrics row, its own games, its own non-finite count. A call runs
+as many of the K as fit in `call_target_s` (`CallPace`). A call ends
 early at an update where a checkpoint or evaluation is due by count (`Ledger.due`), running the
 updates up to it one per call, so the hook sees that update's own state.
 
@@ -170,6 +171,7 @@ def train(agent: Agent | pop.Population, env, ac: runtime.AnakinConfig,
         return Progress(state, env_steps, updates, saved)
 
     steps = ac.unroll_length * ac.num_envs  # one update's steps of a member on this process
+    pace = CallPace(ac.updates_per_call, ac.call_target_s)
     t_start = time.perf_counter()
     # The newest complete update (what a checkpoint saves); None while the state is donated
     # to an update in flight, so a failure never saves a half-made state.
@@ -179,7 +181,7 @@ def train(agent: Agent | pop.Population, env, ac: runtime.AnakinConfig,
         try:
             while (updates < end and signals.received is None
                    and not all(ledger.target_reached for ledger in ledgers)):
-                k = _call_length(ac.updates_per_call, updates, end, due)
+                k = _call_length(pace.next_length(), updates, end, due)
                 t0 = time.perf_counter()
                 snap = None
                 try:
@@ -188,6 +190,7 @@ def train(agent: Agent | pop.Population, env, ac: runtime.AnakinConfig,
                     metrics, eps = wait_ready((metrics, eps), signals.urgent)
                     rows, games = program.split(jax.device_get(metrics), eps, k)
                     t1 = time.perf_counter()
+                    pace.observe(k, t1 - t0)
                     games = [[distributed.gather_episodes(g, steps) for g in per_member]
                              for per_member in games]
                 except Exception as e:
@@ -241,6 +244,29 @@ def train(agent: Agent | pop.Population, env, ac: runtime.AnakinConfig,
     if signals.received == "SIGINT":
         raise Interrupted(result)
     return result
+
+
+class CallPace:
+    """How many updates (1..K) the next fused call runs: as many as fit in `target_s`, judged
+    from the last call's time per update. The first call runs one (it compiles, and its row
+    comes at once); a call that compiled or met a loaded machine is followed by short ones
+    until the time per update is back. The updates are the same whatever the lengths (each
+    round of a call is one update: runtime.fused_rounds); only the host's per-call work and
+    the wait of a signal or a metrics row change. `target_s` = 0: always K."""
+
+    def __init__(self, fused: int, target_s: float) -> None:
+        self.fused, self.target_s = fused, target_s
+        self._per_update_s: float | None = None
+
+    def observe(self, k: int, seconds: float) -> None:
+        self._per_update_s = seconds / k
+
+    def next_length(self) -> int:
+        if self.fused == 1 or self.target_s <= 0:
+            return self.fused
+        if self._per_update_s is None:
+            return 1
+        return max(1, min(self.fused, int(self.target_s / max(self._per_update_s, 1e-9))))
 
 
 def _call_length(fused: int, updates: int, end: int, due: Callable[[int], bool]) -> int:

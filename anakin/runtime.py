@@ -52,8 +52,14 @@ class AnakinConfig:
     total_env_steps: int = 1_000_000    # agent steps over all processes
     stop_at_return: float | None = None  # stop once the 100-game mean return reaches it
     max_nonfinite_updates: int = 10     # stop after this many non-finite updates in a row
-    updates_per_call: int = 1           # updates fused into one compiled call (lax.scan); each
-                                        # is still logged, counted and checkpointed as its own
+    updates_per_call: int = 16          # K: at most this many updates per compiled call (one
+                                        # program for every length 1..K); each is still
+                                        # logged, counted and checkpointed as its own
+    call_target_s: float = 0.25         # with K > 1: each call runs as many updates (1..K) as
+                                        # fit in about this many seconds, from the last call's
+                                        # time per update (short updates: K, amortising the
+                                        # host's per-call work; long ones: 1, so a signal or a
+                                        # metrics row waits one update); 0: always K
     compilation_cache_dir: str = DEFAULT_DIR  # JAX's persistent compilation cache; "" = off
     num_seeds: int = 1                  # agents trained side by side in one program, seeds
                                         # seed .. seed + num_seeds - 1 (anakin/population.py)
@@ -75,6 +81,9 @@ class AnakinConfig:
             raise ValueError(f"num_envs={self.num_envs} (per process) must be divisible by the "
                              f"number of devices ({len(ids)}, learner_device_ids={list(ids)}): "
                              f"the envs are split evenly over the devices.")
+        if not (math.isfinite(self.call_target_s) and self.call_target_s >= 0):
+            raise ValueError(f"call_target_s={self.call_target_s!r} must be a finite number of "
+                             f"seconds >= 0 (0: every call runs updates_per_call updates).")
         if not 0 <= self.seed < 2**31:
             raise ValueError(f"seed={self.seed} must be in [0, 2**31).")
         if self.stop_at_return is not None and not math.isfinite(self.stop_at_return):

@@ -5,7 +5,7 @@ machine's load falls on both alike, and the table gives each round's ratio.
     git clone https://github.com/luchris429/purejaxrl /tmp/purejaxrl   # stays outside the repo
     python scripts/compare_purejaxrl.py --purejaxrl /tmp/purejaxrl/purejaxrl \\
         [--setting cartpole|minatar-breakout] [--num_seeds 1] [--updates_per_call 1,16] \\
-        [--rounds 2] [--steps N] [--json results.jsonl]
+        [--rounds 2] [--steps N] [--json results.jsonl] [--program_only]
 
 Settings (purejaxrl's own; ours set field by field to the same values):
 - cartpole: purejaxrl's `ppo.py` CartPole config: 4 envs x 128 steps, 4 epochs x 4 minibatches
@@ -25,6 +25,11 @@ What is timed:
   compilation and start-up are excluded; they are given as the time to the first row).
   Checkpoints are off (`checkpoint_every_minutes=0`, `checkpoint_keep=0`).
 Both report the summed steps/s over seeds.
+
+`--program_only` (cartpole): ours as the compiled update alone, called back to back
+(`scripts/anakin_benchmark.py` with the setting's fields: no logging, no per-update host
+work beyond copying each call's metrics back), beside the same purejaxrl run: where the
+end-to-end gap is the program's and where it is the loop's.
 
 purejaxrl's `wrappers.py` reads gymnax's pre-1.0 five-value `step`; gymnax 1.0 returns six
 (terminated and truncated apart). The peer process wraps `gymnax.make`'s envs so `step` returns
@@ -128,6 +133,33 @@ def _ours_command(setting: str, steps: int, num_seeds: int, k: int, run_dir: str
             "--config.checkpoint_keep=0", "--config.console_every_s=1e9"]
 
 
+def _as_sets(setting: str) -> list[str]:
+    """The setting's `--config.field=value` overrides as anakin_benchmark's `--set`s (the base
+    config is ppo_gymnax.py there, as in the cartpole setting)."""
+    flags = SETTINGS[setting]["ours"]
+    if flags[0] != "--config=experiments/configs/ppo_gymnax.py":
+        raise SystemExit(f"--program_only measures ppo_gymnax.py's program; --setting {setting} "
+                         f"uses {flags[0]}: allowed: cartpole.")
+    return [f.removeprefix("--config.") for f in flags[1:]]
+
+
+def run_program(setting: str, seconds: float, num_seeds: int, k: int) -> dict:
+    """Ours as the compiled update alone, back to back, for `seconds` (anakin_benchmark)."""
+    sets = [s for s in _as_sets(setting)
+            if not s.startswith(("env.name=", "num_envs=", "unroll_length="))]
+    fields = dict(s.split("=", 1) for s in _as_sets(setting))
+    argv = [sys.executable, os.path.join(REPO, "scripts", "anakin_benchmark.py"), "--devices",
+            "1", "--json", "--env", fields["env.name"], "--num_envs", fields["num_envs"],
+            "--unroll_length", fields["unroll_length"], "--updates_per_call", str(k),
+            "--seconds", str(seconds), "--num_seeds", str(num_seeds)]
+    for s in sets:
+        argv += ["--set", s]
+    proc = subprocess.run(argv, check=True, text=True, capture_output=True, cwd=REPO)
+    row = json.loads(proc.stdout.strip().splitlines()[-1])
+    return {"program": f"program K={k}", "sps": row["sps"], "compile_s": row["compile_s"],
+            "final_return": float("nan")}
+
+
 def run_ours(setting: str, steps: int, num_seeds: int, k: int) -> dict:
     """`experiments/ppo_gymnax.py` in a fresh process: the steady steps/s between its first
     and last metrics rows (member 0's rows times the members), the time to the first row."""
@@ -160,6 +192,8 @@ def main(argv=None) -> None:
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--steps", type=int, default=0, help="per seed; 0: the setting's")
     p.add_argument("--json", default="", help="append one JSON object per run to this file")
+    p.add_argument("--program_only", action="store_true",
+                   help="ours: the compiled update alone, back to back (cartpole)")
     p.add_argument("--_peer", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if not os.path.isfile(os.path.join(args.purejaxrl, "ppo.py")):
@@ -170,6 +204,8 @@ def main(argv=None) -> None:
     ks = [int(k) for k in args.updates_per_call.split(",")]
     setting = SETTINGS[args.setting]
     steps = args.steps or setting["steps"]
+    if args.program_only:
+        _as_sets(args.setting)  # refuses a setting it cannot measure, before any run
     peer_config = dict(setting["purejaxrl"], TOTAL_TIMESTEPS=float(steps))
     if args._peer:
         print(json.dumps(run_peer(args.purejaxrl, peer_config, args.num_seeds)))
@@ -180,7 +216,11 @@ def main(argv=None) -> None:
         peer = subprocess.run([sys.executable, os.path.abspath(__file__), *own_args, "--_peer"],
                               check=True, text=True, capture_output=True, cwd=REPO)
         base = json.loads(peer.stdout.strip().splitlines()[-1])
-        batch = [base] + [run_ours(args.setting, steps, args.num_seeds, k) for k in ks]
+        if args.program_only:  # as long as purejaxrl's run took
+            batch = [base] + [run_program(args.setting, max(base["run_s"], 2.0),
+                                          args.num_seeds, k) for k in ks]
+        else:
+            batch = [base] + [run_ours(args.setting, steps, args.num_seeds, k) for k in ks]
         for row in batch:
             row.update(round=r, setting=args.setting, num_seeds=args.num_seeds,
                        ratio=row["sps"] / base["sps"], load1=os.getloadavg()[0])

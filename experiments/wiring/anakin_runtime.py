@@ -79,7 +79,10 @@ class AnakinRuntime:
         shape, plan = ac.batch_shape(processes), ac.plan(processes)
         describe = (f"anakin: {ac.num_envs} envs per process on device(s) "
                     f"{list(ac.learner_device_ids)} x {processes} process(es), "
-                    f"{ac.updates_per_call} update(s) per compiled call",)
+                    + ("1 update per compiled call" if ac.updates_per_call == 1 else
+                       f"up to {ac.updates_per_call} updates per compiled call"
+                       + (f" (about {ac.call_target_s:g} s each)" if ac.call_target_s > 0
+                          else "")),)
 
         def train(agent, logger, **kwargs):
             return loop.train(agent, env, ac, logger, mesh=mesh, **kwargs)

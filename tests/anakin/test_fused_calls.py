@@ -5,11 +5,14 @@ each call's last update, and only that update's metrics were logged."""
 import dataclasses
 import os
 
+import numpy as np
+
 import jax
 import jax.numpy as jnp
 import pytest
 
 from experiments import train
+from anakin.loop import CallPace
 from experiments.configs import ppo_gymnax
 from podracer import checkpoint
 from podracer.finite import NonFiniteError
@@ -21,7 +24,8 @@ T, B = 8, 8
 def _config(tmp_path, **overrides):
     return quiet_config(ppo_gymnax.get_config(), tmp_path / "run", num_envs=B, unroll_length=T,
                         **{"agent.num_minibatches": 2, "agent.num_epochs": 1,
-                           "updates_per_call": 4, "checkpoint_every_minutes": 0.0,
+                           "updates_per_call": 4, "call_target_s": 0.0,
+                           "checkpoint_every_minutes": 0.0,
                            **overrides})
 
 
@@ -92,3 +96,37 @@ def test_nonfinite_updates_in_a_row_are_counted_in_updates_not_calls(tmp_path):
         train.run(config, agent=_nan_at({5, 6, 7}))
     rows = read_metrics(tmp_path / "run")
     assert [r["nonfinite/skipped"] for r in rows] == [0, 0, 0, 0, 1, 1, 1]
+
+
+def test_call_pace_fits_calls_to_the_target_from_the_last_call():
+    pace = CallPace(16, target_s=0.25)
+    assert pace.next_length() == 1              # the first call compiles: one update
+    pace.observe(1, 9.0)                        # ... and took 9 s
+    assert pace.next_length() == 1
+    pace.observe(1, 0.004)                      # 4 ms per update: K (capped)
+    assert pace.next_length() == 16
+    pace.observe(16, 16 * 0.1)                  # 100 ms per update: 2 fit in 0.25 s
+    assert pace.next_length() == 2
+    pace.observe(2, 2 * 3.0)                    # slower than the target: one at a time
+    assert pace.next_length() == 1
+    assert CallPace(16, target_s=0.0).next_length() == 16  # 0: always K
+    assert CallPace(1, target_s=0.25).next_length() == 1
+
+
+@pytest.mark.parametrize("target_s", [1e-9, 1e9])
+def test_paced_calls_learn_exactly_what_one_update_per_call_learns(tmp_path, target_s):
+    """The call lengths depend on the clock; the updates must not."""
+    steps = T * B * 7
+    one = train.run(_config(tmp_path / "one", total_env_steps=steps, updates_per_call=1,
+                            checkpoint_keep=0))
+    paced = train.run(_config(tmp_path / "paced", total_env_steps=steps, checkpoint_keep=0,
+                              call_target_s=target_s))
+    assert paced.updates == one.updates == 7
+    np.testing.assert_allclose(
+        np.concatenate([np.ravel(x) for x in jax.tree.leaves(paced.learner_state.params)]),
+        np.concatenate([np.ravel(x) for x in jax.tree.leaves(one.learner_state.params)]),
+        rtol=1e-5, atol=1e-6)
+    rows_one = read_metrics(tmp_path / "one" / "run")
+    rows_paced = read_metrics(tmp_path / "paced" / "run")
+    assert [r["loss/total"] for r in rows_paced] == pytest.approx(
+        [r["loss/total"] for r in rows_one], rel=1e-5, abs=1e-6)
