@@ -3,7 +3,8 @@ test_signals.py), the counterpart of tests/sebulba/signal_run.py.
 
 Usage: python -m tests.anakin.signal_run RUN_DIR NUM_SIGNALS AT_UPDATE [SIGNAL] [stuck]
 
-Update AT_UPDATE is made slow: a few seconds of matrix products inside the compiled update, so
+One update per call (`updates_per_call=1`), so the signals fall into the call of update
+AT_UPDATE alone. Update AT_UPDATE is made slow: a few seconds of matrix products inside the compiled update, so
 XLA runs it asynchronously while the loop waits for its outputs. Right after update
 AT_UPDATE - 1, a thread sends this process NUM_SIGNALS signals (SIGINT by default) 0.5 s and
 0.8 s later, so they arrive while that call runs. Only the final checkpoint is written (no
@@ -30,7 +31,8 @@ def main(run_dir: str, count: int, at_update: int, sig: str = "SIGINT",
     config = quiet_config(ppo_gymnax.get_config(), run_dir, console_every_s=0.0,
                           num_envs=8, unroll_length=16, learner_device_ids=(0,),
                           checkpoint_every_updates=0, checkpoint_every_minutes=0.0,
-                          total_env_steps=10_000_000, **{"agent.num_minibatches": 2})
+                          total_env_steps=10_000_000, updates_per_call=1,
+                          **{"agent.num_minibatches": 2})
     wiring.run(config, agent=slow_update(at_update, mode == "stuck", agent="ppo"),
                name="signal", on_update=signal_after(at_update - 1, count, signal.Signals[sig]))
 
