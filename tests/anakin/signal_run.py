@@ -1,10 +1,11 @@
 """An Anakin PPO run on gymnax CartPole that gets signals while a call is in flight (for
 test_signals.py), the counterpart of tests/sebulba/signal_run.py.
 
-Usage: python -m tests.anakin.signal_run RUN_DIR NUM_SIGNALS AT_UPDATE [SIGNAL] [stuck]
+Usage: python -m tests.anakin.signal_run RUN_DIR NUM_SIGNALS AT_UPDATE [SIGNAL] [stuck|paced]
 
 One update per call (`updates_per_call=1`), so the signals fall into the call of update
-AT_UPDATE alone. Update AT_UPDATE is made slow: a few seconds of matrix products inside the compiled update, so
+AT_UPDATE alone; `paced`: the default paced fused calls instead (up to 16 updates per call).
+Update AT_UPDATE is made slow: a few seconds of matrix products inside the compiled update, so
 XLA runs it asynchronously while the loop waits for its outputs. Right after update
 AT_UPDATE - 1, a thread sends this process NUM_SIGNALS signals (SIGINT by default) 0.5 s and
 0.8 s later, so they arrive while that call runs. Only the final checkpoint is written (no
@@ -31,8 +32,9 @@ def main(run_dir: str, count: int, at_update: int, sig: str = "SIGINT",
     config = quiet_config(ppo_gymnax.get_config(), run_dir, console_every_s=0.0,
                           num_envs=8, unroll_length=16, learner_device_ids=(0,),
                           checkpoint_every_updates=0, checkpoint_every_minutes=0.0,
-                          total_env_steps=10_000_000, updates_per_call=1,
-                          **{"agent.num_minibatches": 2})
+                          total_env_steps=10_000_000, **{"agent.num_minibatches": 2})
+    if mode != "paced":
+        config.updates_per_call = 1
     wiring.run(config, agent=slow_update(at_update, mode == "stuck", agent="ppo"),
                name="signal", on_update=signal_after(at_update - 1, count, signal.Signals[sig]))
 

@@ -49,6 +49,23 @@ def test_signals_during_a_call_stop_the_run_as_sebulba_does(tmp_path, sig, count
         assert ("resume with --config.resume=" in stopped[0]) == (count == 1), out
 
 
+def test_a_signal_during_a_paced_fused_call_stops_after_that_call(tmp_path):
+    """With the default paced calls (several updates per call): the run stops after the call
+    in flight, and the final checkpoint, the summary and the metrics rows agree on the update
+    it stopped at (every update of the call counted and logged)."""
+    run_dir = tmp_path / "run"
+    rc, out = _run(run_dir, "1", "3", "SIGINT", "paced")
+    assert rc == 130, out
+    assert "up to 16 updates per compiled call" in out and "Traceback" not in out, out
+    summary = json.loads((run_dir / "summary.json").read_text())
+    steps = checkpoint.list_steps(str(run_dir / "checkpoints"))
+    assert len(steps) == 1 and steps[0] == summary["updates"] >= 3, out
+    state, meta = checkpoint.load_raw(str(run_dir / "checkpoints" / str(steps[0])))
+    assert int(meta["updates"]) == int(state["update"]) == steps[0]
+    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    assert [r["updates"] for r in rows] == list(range(1, steps[0] + 1))
+
+
 def test_second_sigint_ends_a_run_whose_main_thread_is_stuck_in_c(tmp_path):
     """Update 3 runs ~30 s of LAPACK in a host callback, inline in the main thread: the
     watcher ends the process a few seconds after the second signal, status 128 + SIGINT."""
