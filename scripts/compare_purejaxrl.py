@@ -145,15 +145,13 @@ def _as_sets(setting: str) -> list[str]:
 
 def run_program(setting: str, seconds: float, num_seeds: int, k: int) -> dict:
     """Ours as the compiled update alone, back to back, for `seconds` (anakin_benchmark)."""
-    sets = [s for s in _as_sets(setting)
-            if not s.startswith(("env.name=", "num_envs=", "unroll_length="))]
     fields = dict(s.split("=", 1) for s in _as_sets(setting))
+    own = {"env.name": "--env", "num_envs": "--num_envs", "unroll_length": "--unroll_length"}
     argv = [sys.executable, os.path.join(REPO, "scripts", "anakin_benchmark.py"), "--devices",
-            "1", "--json", "--env", fields["env.name"], "--num_envs", fields["num_envs"],
-            "--unroll_length", fields["unroll_length"], "--updates_per_call", str(k),
-            "--seconds", str(seconds), "--num_seeds", str(num_seeds)]
-    for s in sets:
-        argv += ["--set", s]
+            "1", "--json", "--updates_per_call", str(k), "--seconds", str(seconds),
+            "--num_seeds", str(num_seeds)]
+    for name, value in fields.items():  # the benchmark's own flags, the rest as --set
+        argv += [own[name], value] if name in own else ["--set", f"{name}={value}"]
     proc = subprocess.run(argv, check=True, text=True, capture_output=True, cwd=REPO)
     row = json.loads(proc.stdout.strip().splitlines()[-1])
     return {"program": f"program K={k}", "sps": row["sps"], "compile_s": row["compile_s"],
