@@ -13,14 +13,25 @@ as many of the K as fit in `call_target_s` (`CallPace`). A call ends
 early at an update where a checkpoint or evaluation is due by count (`Ledger.due`), running the
 updates up to it one per call, so the hook sees that update's own state.
 
+The loop runs one call ahead: it sends the next call before it reads the one in flight, so
+the host's per-call work (waiting, reading the metrics, logging the rows) overlaps the devices'
+work instead of following it. Not when the host must see the state of the call in flight
+first: a checkpoint or evaluation due at its end (by count or by time), a plain `on_update`
+hook (it wants every call's state), `stop_at_return`, or several processes (their
+collectives must come in one order on all of them). The state of the call in flight is
+donated to the one ahead: if reading a call stops the run (non-finite updates, an error), the
+call ahead is finished and logged too, and the final checkpoint is its end. With several
+processes every call's length is process 0's: `CallPace` times each process's own calls, and
+only process 0 checkpoints and evaluates (which cut a call short at their update).
+
 A population (anakin/population.py: N seeds and settings in one program) runs through the same
 loop: each member has its own logger, episode window and non-finite count, as if it ran alone,
 and one checkpoint holds the whole population.
 
 Signals as in the Sebulba runtime, with the same handler (podracer/signals.py): the first
-SIGINT / SIGTERM stops after the call in flight and the final checkpoint holds it; then SIGTERM
-(pre-emption) returns normally and SIGINT raises `Interrupted` carrying the TrainResult. A
-second signal abandons the call in flight (its state was donated to it: the final checkpoint is
+SIGINT / SIGTERM stops after the calls in flight (the one ahead too) and the final checkpoint
+holds them; then SIGTERM (pre-emption) returns normally and SIGINT raises `Interrupted`
+carrying the TrainResult. A second signal abandons the calls in flight (its state was donated to it: the final checkpoint is
 skipped, `TrainResult.abandoned` is set, and the caller ends the process at once, since a normal
 exit would wait for the computation). The loop polls the call's outputs instead of blocking in
 jax.device_get, so the handler runs while the devices work; if the main thread is inside a
@@ -31,10 +42,11 @@ compilation, the watcher ends the process a few seconds after the second signal 
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 import jax
 import numpy as np
+from jax.experimental import multihost_utils
 from jax.sharding import Mesh
 
 from anakin import population as pop
@@ -43,7 +55,7 @@ from podracer import distributed
 from podracer.agent import Agent
 from podracer.checkpoint import Checkpointer, Progress
 from podracer.finite import NonFiniteError
-from podracer.ledger import Ledger
+from podracer.ledger import Ledger, UpdateHook
 from podracer.logging import EpisodeStats, MetricsLogger
 from podracer.results import Interrupted, TrainResult
 from podracer.signals import Abandoned, StopOnSignal, wait_ready
@@ -172,56 +184,112 @@ def train(agent: Agent | pop.Population, env, ac: runtime.AnakinConfig,
 
     steps = ac.unroll_length * ac.num_envs  # one update's steps of a member on this process
     pace = CallPace(ac.updates_per_call, ac.call_target_s)
+    # A call's length depends on the process (its own clock paces it; only process 0 has the
+    # checkpointer and evaluator that cut it short): process 0's is every process's, or the
+    # calls' collectives would not pair up.
+    agree = processes > 1 and ac.updates_per_call > 1
+    # Running ahead (next call dispatched before this one's rows are read) donates this call's
+    # state before the host sees it; a hook that wants every call's state, or a return target
+    # that may stop the run at this call, needs the host to look first. Several processes
+    # must send their collectives (the calls, the games' gather) in one order: the choice
+    # depends on the clock (a timed checkpoint), so they never run ahead.
+    may_run_ahead = (processes == 1 and ac.stop_at_return is None
+                     and (on_update is None or isinstance(on_update, UpdateHook)))
     t_start = time.perf_counter()
     # The newest complete update (what a checkpoint saves); None while the state is donated
     # to an update in flight, so a failure never saves a half-made state.
     snap: Progress | None = progress()
     abandoned, nonfinite = False, None
+    dispatched = updates  # the update counter after every call dispatched so far
+    last_done = t_start  # when the host last saw a call's outputs
+
+    def more() -> bool:
+        return (dispatched < end and signals.received is None
+                and not all(ledger.target_reached for ledger in ledgers))
+
+    def run_ahead() -> bool:
+        """Whether nothing needs the state of the call in flight (no hook or checkpoint due at
+        its end, by count or time; no signal): the next call may then go before it is read."""
+        return (may_run_ahead and more() and not due(dispatched)
+                and (checkpointer is None or not checkpointer.time_due()))
+
+    def dispatch() -> _Call:
+        nonlocal state, runner, snap, dispatched
+        with distributed.peer_check(dispatched, env_steps):
+            k = _call_length(pace.next_length(), dispatched, end, due)
+            if agree:
+                k = int(multihost_utils.broadcast_one_to_all(np.int32(k)))
+            snap = None
+            t0 = time.perf_counter()
+            state, runner, metrics, eps = program.update(k, state, runner)
+        dispatched += k
+        return _Call(k, t0, metrics, eps)
+
+    def finish(call: _Call, holds_state: bool) -> None:
+        """Reads `call`'s outputs and records its updates; `holds_state`: the loop's state is
+        this call's (nothing ran ahead), so it is the snapshot and goes to the hooks."""
+        nonlocal updates, env_steps, snap, last_done
+        with distributed.peer_check(updates, env_steps):
+            # Polled, not a blocking device_get: a second signal abandons the call.
+            metrics, eps = wait_ready((call.metrics, call.eps), signals.urgent)
+            rows, games = program.split(jax.device_get(metrics), eps, call.k)
+            t1 = time.perf_counter()
+            # On the devices the call began when it was sent or when the one before it ended.
+            seconds = t1 - max(call.t0, last_done)
+            last_done = t1
+            pace.observe(call.k, seconds)
+            games = [[distributed.gather_episodes(g, steps) for g in per_member]
+                     for per_member in games]
+        records = []
+        for per_member, done in zip(rows, games):
+            updates += 1
+            env_steps += steps * processes
+            for m, (metrics_m, games_m) in enumerate(zip(per_member, done)):
+                episodes[m].add(games_m)
+                scalars = {name: float(np.asarray(v)) for name, v in metrics_m.items()}
+                scalars.update({
+                    "sps": (env_steps - start_steps) / max(t1 - t_start, 1e-9),
+                    "updates": float(updates), "policy_lag/mean": 0.0,
+                    "policy_lag/max": 0.0, "time/learner_step_s": seconds / call.k,
+                    **episodes[m].summary()})
+                records.append((m, updates, env_steps, scalars))
+        if holds_state:  # the call's state is its last update's: counters and state together
+            snap = progress()
+        stop = None  # every row is logged, even after one that stops the run
+        for i, (m, u, at, scalars) in enumerate(records):
+            last = holds_state and not population and i >= len(records) - size
+            try:
+                ledgers[m].record(u, at, scalars, state if last else None)
+            except NonFiniteError as e:
+                stop = stop or e
+        if stop is not None:
+            raise stop
+        if holds_state and population and checkpointer is not None:
+            checkpointer.after_update(snap)
+
     with StopOnSignal() as signals:
+        ahead: _Call | None = None
         try:
-            while (updates < end and signals.received is None
-                   and not all(ledger.target_reached for ledger in ledgers)):
-                k = _call_length(pace.next_length(), updates, end, due)
-                t0 = time.perf_counter()
-                snap = None
+            while ahead is not None or more():
+                call = ahead if ahead is not None else dispatch()
+                ahead = dispatch() if run_ahead() else None
                 try:
-                    state, runner, metrics, eps = program.update(k, state, runner)
-                    # Polled, not a blocking device_get: a second signal abandons the call.
-                    metrics, eps = wait_ready((metrics, eps), signals.urgent)
-                    rows, games = program.split(jax.device_get(metrics), eps, k)
-                    t1 = time.perf_counter()
-                    pace.observe(k, t1 - t0)
-                    games = [[distributed.gather_episodes(g, steps) for g in per_member]
-                             for per_member in games]
-                except Exception as e:
-                    lost = distributed.lost_peer(e)
-                    if lost is None:
-                        raise
-                    raise distributed.PeerLost(
-                        f"lost {lost} during update {updates + 1:,d} (env step "
-                        f"{env_steps:,d}); that update's learner state is incomplete and is "
-                        f"not saved.") from e
-                records = []
-                for per_member, done in zip(rows, games):
-                    updates += 1
-                    env_steps += steps * processes
-                    for m, (metrics_m, games_m) in enumerate(zip(per_member, done)):
-                        episodes[m].add(games_m)
-                        scalars = {name: float(np.asarray(v)) for name, v in metrics_m.items()}
-                        scalars.update({
-                            "sps": (env_steps - start_steps) / max(
-                                time.perf_counter() - t_start, 1e-9),
-                            "updates": float(updates), "policy_lag/mean": 0.0,
-                            "policy_lag/max": 0.0, "time/learner_step_s": (t1 - t0) / k,
-                            **episodes[m].summary()})
-                        records.append((m, updates, env_steps, scalars))
-                # The call's state is its last update's: counters and state belong together.
-                snap = progress()
-                for i, (m, u, at, scalars) in enumerate(records):
-                    last = i >= len(records) - size
-                    ledgers[m].record(u, at, scalars, state if last and not population else None)
-                if population and checkpointer is not None:
-                    checkpointer.after_update(snap)
+                    finish(call, holds_state=ahead is None)
+                except (distributed.PeerLost, Abandoned):
+                    raise
+                except Exception:
+                    # The call ahead holds the newest state: finish it too, so the final
+                    # checkpoint is a complete update's (its rows are logged); the first
+                    # error is the one reported.
+                    if ahead is not None:
+                        try:
+                            finish(ahead, holds_state=True)
+                        except Abandoned:
+                            abandoned = True
+                        except Exception:  # noqa: BLE001 (reported: the first error)
+                            pass
+                        ahead = None
+                    raise
         except NonFiniteError as e:  # re-raised below, once the last good state is saved
             nonfinite = e
         except Abandoned:
@@ -233,7 +301,9 @@ def train(agent: Agent | pop.Population, env, ac: runtime.AnakinConfig,
             if checkpointer is not None:
                 final = checkpointer.close(snap)
     if nonfinite is not None:
-        raise NonFiniteError(f"{nonfinite} Checkpoint of the last good learner state: "
+        # Its update may be a call later than the stop, when that call had already been sent.
+        where = f" (update {updates:,d}, env step {env_steps:,d})" if final else ""
+        raise NonFiniteError(f"{nonfinite} Checkpoint of the last good learner state{where}: "
                              f"{final or 'none (checkpoints off)'}.") from None
     # After an abandoned call, the newest complete update's state was donated to it: none.
     members = ([{"episode_summary": e.summary(), "last_metrics": ledger.last_metrics}
@@ -244,6 +314,17 @@ def train(agent: Agent | pop.Population, env, ac: runtime.AnakinConfig,
     if signals.received == "SIGINT":
         raise Interrupted(result)
     return result
+
+
+class _Call(NamedTuple):
+    """A dispatched call: its length, when it was sent, and its (future) outputs."""
+
+    k: int
+    t0: float
+    metrics: dict
+    eps: Any
+
+
 
 
 class CallPace:

@@ -59,11 +59,15 @@ class Checkpointer:
         into one call ends a call there, so the state saved is that update's)."""
         return self.every_updates > 0 and update % self.every_updates == 0
 
+    def time_due(self) -> bool:
+        """Whether `every_minutes` have passed since the last save (the next update saves)."""
+        return (self.every_minutes > 0
+                and time.monotonic() - self._last_time >= 60 * self.every_minutes)
+
     def after_update(self, progress: Progress) -> bool:
         """Saves if an interval has passed; returns whether it saved."""
         by_count = self.due(progress.updates)
-        by_time = (self.every_minutes > 0
-                   and time.monotonic() - self._last_time >= 60 * self.every_minutes)
+        by_time = self.time_due()
         if by_count or by_time:
             self.save(progress)
         return by_count or by_time

@@ -14,6 +14,7 @@ process (SIGABRT, a C++ stack dump) once the heartbeat times out.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import sys
@@ -118,6 +119,21 @@ class PeerLost(RuntimeError):
 _PEER_ERRORS = ("gloo", "nccl", "connection reset", "connection closed", "connection refused",
                 "broken pipe", "socket closed", "heartbeat", "coordination service",
                 "remote task has failed")
+
+
+@contextlib.contextmanager
+def peer_check(updates: int, env_steps: int):
+    """Around an update's collectives (the update after counter `updates`, at `env_steps`): a
+    collective failing because another process died becomes `PeerLost`, naming it."""
+    try:
+        yield
+    except Exception as e:
+        lost = lost_peer(e)
+        if lost is None:
+            raise
+        raise PeerLost(
+            f"lost {lost} during update {updates + 1:,d} (env step {env_steps:,d}); that "
+            f"update's learner state is incomplete and is not saved.") from e
 
 
 def lost_peer(error: BaseException) -> str | None:

@@ -295,7 +295,7 @@ class _LearnerLoop:
             done = self.snapshot
             # Donated to the update: until it finishes there is no intact state to save.
             self.snapshot = dataclasses.replace(done, state=None)
-            try:
+            with distributed.peer_check(done.updates, done.env_steps):
                 state, metrics = learn(done.state, tuple(self.topo.to_global_batch(m.rollout)
                                                          for m in msgs))
                 metrics = self._wait(metrics)  # the update's end, or a second signal
@@ -306,14 +306,6 @@ class _LearnerLoop:
                 local_games = [e for m in msgs for e in m.episodes]
                 self.episodes.add(distributed.gather_episodes(
                     local_games, sum(m.env_steps for m in msgs)))
-            except Exception as e:
-                lost = distributed.lost_peer(e)
-                if lost is None:
-                    raise
-                raise distributed.PeerLost(
-                    f"lost {lost} during update {done.updates + 1:,d} (env step "
-                    f"{done.env_steps:,d}); that update's learner state is incomplete and is "
-                    f"not saved.") from e
             # The update is fully accounted for: publish it, state and counters together.
             self.snapshot = _Snapshot(state, env_steps, done.updates + 1,
                                       self.episodes.state_dict())

@@ -83,16 +83,24 @@ def kill_peer_mid_run(driver: str, args: list[str], run_dir, port: int) -> tuple
          "--config.checkpoint_every_updates=3",
          f"--config.distributed.coordinator_address=127.0.0.1:{port}",
          "--config.distributed.num_processes=2", f"--config.distributed.process_id={i}",
-         "--config.distributed.heartbeat_timeout_s=10"],
+         # Generous: the dead peer is reported by the failing collective within seconds; the
+         # heartbeat is the backstop, and a short one can time out a live peer on a busy host.
+         "--config.distributed.heartbeat_timeout_s=30"],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         for i in range(2)]
     try:
-        updates = 0
+        updates, before = 0, []
         for line in procs[0].stdout:  # wait until a few updates (and a checkpoint) are done
+            before.append(line)
             if "steps " in line and "sps" in line and " 0/" not in line:
                 updates += 1
                 if updates == 4:
                     break
+        if updates < 4:  # process 0 ended on its own: show how both processes ended
+            procs[1].kill()
+            raise AssertionError(
+                f"process 0 ended (status {procs[0].wait()}) after {updates} updates:\n"
+                + "".join(before[-60:]) + "\nprocess 1:\n" + procs[1].communicate()[0][-6000:])
         procs[1].send_signal(signal.SIGKILL)
         out, _ = procs[0].communicate(timeout=90)
         assert procs[0].returncode == 1, out  # not -6 (SIGABRT)

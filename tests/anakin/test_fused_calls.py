@@ -88,14 +88,20 @@ def test_a_skipped_update_inside_a_fused_call_is_counted(tmp_path, capsys):
 
 
 def test_nonfinite_updates_in_a_row_are_counted_in_updates_not_calls(tmp_path):
+    """The stop comes at update 7 (the third in a row), inside the call of updates 5-8. The
+    call of 9-12 was sent before that call was read (the loop runs one call ahead), and its
+    input state was donated to it: the checkpoint is its end, and every row up to it is
+    logged, so the checkpoint and metrics.jsonl agree."""
     config = _config(tmp_path, total_env_steps=T * B * 40, max_nonfinite_updates=3,
                      checkpoint_keep=1)
     with pytest.raises(NonFiniteError, match=r"3 non-finite updates in a row .*stopped at env "
-                                             r"step 448.*Checkpoint of the last good learner "
-                                             r"state: \S+/checkpoints/8"):
+                                             r"step 448\. Checkpoint of the last good learner "
+                                             r"state \(update 12, env step 768\): "
+                                             r"\S+/checkpoints/12\.$"):
         train.run(config, agent=_nan_at({5, 6, 7}))
     rows = read_metrics(tmp_path / "run")
-    assert [r["nonfinite/skipped"] for r in rows] == [0, 0, 0, 0, 1, 1, 1]
+    assert [r["nonfinite/skipped"] for r in rows] == [0, 0, 0, 0, 1, 1, 1, 0, 0, 0, 0, 0]
+    assert rows[-1]["step"] == 768
 
 
 def test_call_pace_fits_calls_to_the_target_from_the_last_call():
@@ -130,3 +136,36 @@ def test_paced_calls_learn_exactly_what_one_update_per_call_learns(tmp_path, tar
     rows_paced = read_metrics(tmp_path / "paced" / "run")
     assert [r["loss/total"] for r in rows_paced] == pytest.approx(
         [r["loss/total"] for r in rows_one], rel=1e-5, abs=1e-6)
+
+
+def test_running_ahead_learns_exactly_what_the_loop_learns_when_it_reads_every_call(tmp_path):
+    """Without a hook the loop sends each call before reading the one in flight; a plain
+    on_update hook wants every call's state, so the loop then reads each call first. The
+    updates, the final state and the rows are the same either way."""
+    steps = T * B * 6
+    seen = []
+    read_first = train.run(_config(tmp_path / "read", total_env_steps=steps,
+                                   updates_per_call=1, checkpoint_keep=0),
+                           on_update=lambda update, env_steps, state: seen.append(update))
+    ahead = train.run(_config(tmp_path / "ahead", total_env_steps=steps, updates_per_call=1,
+                              checkpoint_keep=0))
+    assert seen == [1, 2, 3, 4, 5, 6] and ahead.updates == 6
+    for a, b in zip(*(jax.tree.leaves(r.learner_state) for r in (ahead, read_first))):
+        if jax.dtypes.issubdtype(a.dtype, jax.dtypes.prng_key):
+            a, b = jax.random.key_data(a), jax.random.key_data(b)
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-6)
+    rows = [read_metrics(tmp_path / name / "run") for name in ("read", "ahead")]
+    for key in ("step", "loss/total", "updates", "nonfinite/total"):
+        assert [r[key] for r in rows[1]] == pytest.approx([r[key] for r in rows[0]],
+                                                          rel=1e-5, abs=1e-6), key
+
+
+def test_a_timed_checkpoint_is_taken_at_a_call_the_loop_read_first(tmp_path):
+    """A checkpoint due by time needs the state of the call that ends when it is due: the loop
+    then reads that call before sending the next. Due at every call here: each call's end
+    (calls of 4) is saved, none is skipped by running ahead."""
+    train.run(_config(tmp_path, total_env_steps=T * B * 12, checkpoint_every_minutes=1e-9,
+                      checkpoint_every_updates=0, checkpoint_keep=10))
+    saved = sorted(int(p.name) for p in (tmp_path / "run" / "checkpoints").iterdir()
+                   if p.name.isdigit())
+    assert saved == [4, 8, 12]

@@ -13,22 +13,33 @@ DRIVER = os.path.join(ROOT, "tests", "anakin", "multihost_run.py")
 
 
 def test_two_processes_train_in_lockstep(tmp_path):
+    """With paced calls (the default), each process times its own calls. Process 1 lags after
+    the first update, so it times the second call short and process 0 long (it waits for
+    process 1 inside it); only process 0 checkpoints, and a checkpoint every 7 updates cuts
+    its calls there. The call lengths must be process 0's on both, or the calls' collectives
+    would not pair up. The hook sees each call's last update."""
     run_dir = tmp_path / "run"
     updates = 20
     proc = launch_local(DRIVER, [
         "--config=experiments/configs/ppo_gymnax.py", "--config.learner_device_ids=(0,1)",
         "--config.num_envs=16", "--config.unroll_length=16", "--config.agent.num_minibatches=2",
         f"--config.total_env_steps={updates * 512}", f"--config.run_dir={run_dir}",
-        "--config.checkpoint_keep=1"], timeout=600)
+        "--config.checkpoint_keep=1", "--config.checkpoint_every_updates=7",
+        "--config.call_target_s=2.0"], timeout=300,
+        env=dict(os.environ, ANAKIN_TEST_LAG_S="2.5"))
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     p0, p1 = (read_lines(run_dir, f"checksums-p{rank}.txt") for rank in (0, 1))
-    assert len(p0) == updates and p0 == p1  # bit-identical parameters after every update
+    assert p0 == p1  # bit-identical parameters after every call, at the same updates
+    calls = [[int(x) for x in line.split()[:2]] for line in p0]
+    assert calls[:2] == [[1, 512], [2, 1024]] and calls[-1] == [updates, updates * 512]
     # Global counter: 2 processes x 16 envs x 16 steps per update, counted once.
-    assert [int(line.split()[1]) for line in p0] == [512 * (i + 1) for i in range(updates)]
+    assert all(steps == 512 * update for update, steps in calls)
+    assert len(calls) < updates  # the calls after the lag ran several updates each
+    assert [7, 7 * 512] in calls and [14, 14 * 512] in calls  # cut at process 0's checkpoints
     # Each process steps its own env streams.
     assert read_lines(run_dir, "first-obs-p0.txt") != read_lines(run_dir, "first-obs-p1.txt")
     lines = read_metrics(run_dir)  # process 0 only
-    assert lines[-1]["step"] == updates * 512
+    assert [line["step"] for line in lines] == [512 * (i + 1) for i in range(updates)]
     assert lines[-1]["episode/return_mean"] > lines[0]["episode/return_mean"]
     assert (run_dir / "checkpoints" / str(updates)).is_dir()
 
