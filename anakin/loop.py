@@ -88,7 +88,7 @@ class _Single:
         """[update][member] metrics and games of a call of k updates."""
         if self.ac.updates_per_call == 1:
             return [[metrics]], [[g] for g in runtime.local_episodes(eps)]
-        games = runtime.local_episodes(eps)[:k]  # rounds from k on were skipped
+        games = runtime.local_episodes(eps, k)  # rounds from k on were skipped
         rows = [{n: v[i] for n, v in metrics.items()} for i in range(k)]
         return [[m] for m in rows], [[g] for g in games]
 
@@ -117,7 +117,7 @@ class _Population:
     def split(self, metrics: dict, eps, k: int):
         size = self.population.size
         fused = self.ac.updates_per_call > 1
-        games = pop.local_episodes(eps, size)[:k]  # rounds from k on were skipped
+        games = pop.local_episodes(eps, size, k)  # rounds from k on were skipped
         stacked = metrics if fused else {n: np.asarray(v)[None] for n, v in metrics.items()}
         rows = [[{n: v[i][m] for n, v in stacked.items()} for m in range(size)]
                 for i in range(k)]

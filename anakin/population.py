@@ -130,11 +130,13 @@ def member_state(states: PyTree, m: int) -> PyTree:
     return jax.tree.map(lambda x: x[m], states)
 
 
-def local_episodes(episodes: runtime.Episodes, size: int) -> list[list[list[tuple[float, int]]]]:
+def local_episodes(episodes: runtime.Episodes, size: int, rounds: int | None = None
+                   ) -> list[list[list[tuple[float, int]]]]:
     """The games this process's envs finished, per update of the call and per member:
-    out[k][m] from a record [M, T, B] (one update) or [K, M, T, B] (a fused call)."""
+    out[k][m] from a record [M, T, B] (one update) or [K, M, T, B] (a fused call), of its
+    first `rounds` rounds (runtime.local_episodes)."""
     over, ret, length = runtime.host_episodes(episodes)
     if over.ndim == 3:
         over, ret, length = over[None], ret[None], length[None]
     return [[runtime.games(over[k, m], ret[k, m], length[k, m]) for m in range(size)]
-            for k in range(over.shape[0])]
+            for k in range(over[:rounds].shape[0])]

@@ -336,13 +336,16 @@ def games(over: np.ndarray, ret: np.ndarray, length: np.ndarray) -> list[tuple[f
     return [(float(a), int(b)) for a, b in zip(ret[idx], length[idx])]
 
 
-def local_episodes(episodes: Episodes) -> list[list[tuple[float, int]]]:
+def local_episodes(episodes: Episodes, rounds: int | None = None
+                   ) -> list[list[tuple[float, int]]]:
     """(return, length) of the games this process's envs finished (host side), one list per
-    update: from one update's record ([T, B]) or a fused call's ([K, T, B]), in order."""
+    update: from one update's record ([T, B]) or a fused call's ([K, T, B]), in order.
+    `rounds`: only a fused call's first rounds (those it ran; the rest are zeros, and
+    reading them cost ~7 ms per call for 16 seeds in a 64-round program)."""
     over, ret, length = host_episodes(episodes)
     if over.ndim == 2:
         over, ret, length = over[None], ret[None], length[None]
-    return [games(*update) for update in zip(over, ret, length)]
+    return [games(*update) for update in zip(over[:rounds], ret[:rounds], length[:rounds])]
 
 
 def place_split(tree: PyTree, mesh: Mesh, env_axis: int) -> PyTree:

@@ -186,3 +186,21 @@ def test_recurrent_core_state_matches_what_the_actor_used():
                                      ro.core_state, ro.valid)
     logp = net.dist.log_prob(pol, ro.action)
     np.testing.assert_allclose(logp, ro.extras["logp"], rtol=1e-5, atol=1e-5)
+
+
+def test_a_fused_calls_games_are_read_from_the_rounds_it_ran_only():
+    """The host reads the first `rounds` rounds of a fused call's record [K, T, B] (the others
+    were skipped): a game marked in a later round is not read, and single records ([T, B])
+    read as one round."""
+    from anakin import population
+    over = np.zeros((4, 2, 3), bool)
+    ret, length = np.arange(24.0).reshape(4, 2, 3), np.ones((4, 2, 3), np.int32)
+    over[0, 1, 2] = over[1, 0, 0] = over[3, 0, 0] = True  # round 3 did not run
+    record = runtime.Episodes(over, ret, length)
+    assert runtime.local_episodes(record, 2) == [[(5.0, 1)], [(6.0, 1)]]
+    assert len(runtime.local_episodes(record)) == 4
+    assert runtime.local_episodes(runtime.Episodes(over[0], ret[0], length[0])) == [[(5.0, 1)]]
+    members = runtime.Episodes(over[:, None].repeat(2, 1), ret[:, None].repeat(2, 1),
+                               length[:, None].repeat(2, 1))  # [K, M=2, T, B]
+    assert population.local_episodes(members, 2, 3) == [[[(5.0, 1)]] * 2, [[(6.0, 1)]] * 2,
+                                                        [[], []]]
