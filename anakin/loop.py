@@ -325,8 +325,6 @@ class _Call(NamedTuple):
     eps: Any
 
 
-
-
 class CallPace:
     """How many updates (1..K) the next fused call runs: as many as fit in `target_s`, judged
     from the last call's time per update. The first call runs one (it compiles, and its row

@@ -138,5 +138,6 @@ def local_episodes(episodes: runtime.Episodes, size: int, rounds: int | None = N
     over, ret, length = runtime.host_episodes(episodes)
     if over.ndim == 3:
         over, ret, length = over[None], ret[None], length[None]
+    over, ret, length = over[:rounds], ret[:rounds], length[:rounds]
     return [[runtime.games(over[k, m], ret[k, m], length[k, m]) for m in range(size)]
-            for k in range(over[:rounds].shape[0])]
+            for k in range(over.shape[0])]
