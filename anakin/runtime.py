@@ -316,18 +316,33 @@ def place_runner(runner: Runner, mesh: Mesh) -> Runner:
     return place_split(runner, mesh, 0)
 
 
-def host_episodes(episodes: Episodes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def host_episodes(episodes: Episodes, rounds: int | None = None
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """This process's part of a finished-games record as host arrays (over, return, length),
-    whatever leading axes it has; the env axis is the last one."""
+    whatever leading axes it has; the env axis is the last one. `rounds`: keep only the first
+    `rounds` entries of the leading (round) axis of a fused call's record. On an accelerator
+    they are sliced on the device, so the rounds a call skipped never cross to the host; on
+    the CPU the copy is a view and slicing after it costs nothing."""
     env_axis = episodes.over.ndim - 1
+
+    def take(x):
+        if rounds is None:
+            return np.asarray(x)
+        if isinstance(x, jax.Array) and _on_accelerator(x):
+            return np.asarray(x[:rounds])
+        return np.asarray(x)[:rounds]
 
     def local(x):
         if jax.process_count() == 1:
-            return np.asarray(x)
+            return take(x)
         shards = sorted(x.addressable_shards, key=lambda s: s.index[env_axis].start or 0)
-        return np.concatenate([np.asarray(s.data) for s in shards], axis=env_axis)
+        return np.concatenate([take(s.data) for s in shards], axis=env_axis)
     over, ret, length = (local(x) for x in episodes)
     return over, ret, length
+
+
+def _on_accelerator(x: jax.Array) -> bool:
+    return any(d.platform != "cpu" for d in x.devices())
 
 
 def games(over: np.ndarray, ret: np.ndarray, length: np.ndarray) -> list[tuple[float, int]]:
@@ -342,10 +357,9 @@ def local_episodes(episodes: Episodes, rounds: int | None = None
     update: from one update's record ([T, B]) or a fused call's ([K, T, B]), in order.
     `rounds`: only a fused call's first rounds (those it ran; the rest are zeros, and
     reading them cost ~7 ms per call for 16 seeds in a 64-round program)."""
-    over, ret, length = host_episodes(episodes)
-    if over.ndim == 2:
-        over, ret, length = over[None], ret[None], length[None]
-    return [games(*update) for update in zip(over[:rounds], ret[:rounds], length[:rounds])]
+    if episodes.over.ndim == 2:  # one update's record: one round
+        return [games(*host_episodes(episodes))]
+    return [games(*update) for update in zip(*host_episodes(episodes, rounds))]
 
 
 def place_split(tree: PyTree, mesh: Mesh, env_axis: int) -> PyTree:

@@ -10,6 +10,7 @@
 """
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -204,3 +205,19 @@ def test_a_fused_calls_games_are_read_from_the_rounds_it_ran_only():
                                length[:, None].repeat(2, 1))  # [K, M=2, T, B]
     assert population.local_episodes(members, 2, 3) == [[[(5.0, 1)]] * 2, [[(6.0, 1)]] * 2,
                                                         [[], []]]
+
+
+def test_on_an_accelerator_the_skipped_rounds_are_sliced_off_before_the_copy(monkeypatch):
+    """host_episodes slices a fused call's record on the device where the device is not the
+    CPU (read here by pretending it is not): only the rounds that ran reach the host, and
+    the games read are those of the CPU path."""
+    over = np.zeros((4, 2, 3), bool)
+    over[0, 1, 2] = over[3, 0, 0] = True
+    record = runtime.Episodes(jnp.asarray(over), jnp.arange(24.0).reshape(4, 2, 3),
+                              jnp.ones((4, 2, 3), jnp.int32))
+    on_cpu = runtime.local_episodes(record, 2)
+    sliced = []
+    monkeypatch.setattr(runtime, "_on_accelerator", lambda x: sliced.append(x.shape) or True)
+    host = runtime.host_episodes(record, 2)
+    assert [h.shape for h in host] == [(2, 2, 3)] * 3 and sliced == [(4, 2, 3)] * 3
+    assert runtime.local_episodes(record, 2) == on_cpu == [[(5.0, 1)], []]
