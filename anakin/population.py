@@ -135,9 +135,6 @@ def local_episodes(episodes: runtime.Episodes, size: int, rounds: int | None = N
     """The games this process's envs finished, per update of the call and per member:
     out[k][m] from a record [M, T, B] (one update) or [K, M, T, B] (a fused call), of its
     first `rounds` rounds (runtime.local_episodes)."""
-    if episodes.over.ndim == 3:  # one update's record: one round
-        over, ret, length = (x[None] for x in runtime.host_episodes(episodes))
-    else:
-        over, ret, length = runtime.host_episodes(episodes, rounds)
+    over, ret, length = runtime.host_rounds(episodes, rounds, 3)
     return [[runtime.games(over[k, m], ret[k, m], length[k, m]) for m in range(size)]
             for k in range(over.shape[0])]

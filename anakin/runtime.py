@@ -357,9 +357,17 @@ def local_episodes(episodes: Episodes, rounds: int | None = None
     update: from one update's record ([T, B]) or a fused call's ([K, T, B]), in order.
     `rounds`: only a fused call's first rounds (those it ran; the rest are zeros, and
     reading them cost ~7 ms per call for 16 seeds in a 64-round program)."""
-    if episodes.over.ndim == 2:  # one update's record: one round
-        return [games(*host_episodes(episodes))]
-    return [games(*update) for update in zip(*host_episodes(episodes, rounds))]
+    return [games(*update) for update in zip(*host_rounds(episodes, rounds, 2))]
+
+
+def host_rounds(episodes: Episodes, rounds: int | None, round_ndim: int
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """host_episodes with a leading round axis whatever the call: a record of `round_ndim`
+    axes is one update's (one round, the axis added); a longer one is a fused call's, of
+    which the first `rounds` rounds are kept."""
+    if episodes.over.ndim == round_ndim:
+        return tuple(x[None] for x in host_episodes(episodes))
+    return host_episodes(episodes, rounds)
 
 
 def place_split(tree: PyTree, mesh: Mesh, env_axis: int) -> PyTree:
