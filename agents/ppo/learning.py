@@ -33,10 +33,11 @@ import jax.numpy as jnp
 import optax
 
 from agents import parallel, schedules
+from agents.minibatches import random_permutation
 from agents.normalization import NormState, preprocess
 from agents.ppo.checks import require_divisible, require_whole_sequences
 from agents.ppo.config import PPOConfig
-from agents.ppo.losses import gae_targets, ppo_loss, vtrace_targets
+from agents.ppo.losses import PPO_LOSS_TERMS, gae_targets, ppo_loss_terms, vtrace_targets
 from agents.unroll import apply_time_major, drop_last
 from networks import is_recurrent
 from podracer.agent import Rollout
@@ -90,6 +91,15 @@ class Batch(NamedTuple):
     core_state: object = None  # recurrent nets: [1, B_local, ...] state at step 0 (else None)
 
 
+# The SGD step's metrics vector, in order (sgd_step).
+STEP_METRICS = (*PPO_LOSS_TERMS, "optim/grad_norm")
+
+
+def unpack(metrics: jax.Array) -> dict[str, jax.Array]:
+    """{name: metrics[..., i]} of STEP_METRICS vectors ([..., len(STEP_METRICS)])."""
+    return {name: metrics[..., i] for i, name in enumerate(STEP_METRICS)}
+
+
 def make_optimizer(cfg: PPOConfig, num_updates: int):
     """Returns (optax transform without the learning rate, lr schedule over updates).
 
@@ -119,7 +129,7 @@ def minibatch_columns(key: jax.Array, num_envs: int, cfg: PPOConfig) -> jax.Arra
     m = cfg.num_minibatches
     # At trace time, for agents built without the experiment's config check (same rule).
     require_divisible(m, num_envs, cfg.minibatch_axis)
-    perm = jax.random.permutation(key, num_envs) if cfg.shuffle else jnp.arange(num_envs)
+    perm = random_permutation(key, num_envs) if cfg.shuffle else jnp.arange(num_envs)
     return perm.reshape(num_envs // m, m).T
 
 
@@ -188,16 +198,17 @@ def make_learn_step(network: nn.Module, cfg: PPOConfig, optimizer, lr_schedule):
 
     def loss_fn(params, mb: Batch):
         if cfg.minibatch_axis == "sample":
-            # [1, n] steps -> one "trajectory" [n, 1]: ppo_loss then averages over all n.
+            # [1, n] steps -> one "trajectory" [n, 1]: ppo_loss_terms then averages over all n.
             mb = jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), mb)
         pi, v = apply_time_major(network, params, mb.obs, mb.core_state, mb.valid)
-        per_env = jax.vmap(ppo_loss, in_axes=(1,) * 9 + (None,))
-        losses, metrics = per_env(dist.log_prob(pi, mb.action), mb.old_logp, dist.entropy(pi),
-                                  dist.kl(mb.old_policy, pi), v, mb.old_v, mb.adv, mb.target,
-                                  mb.valid, cfg)
+        per_env = jax.vmap(ppo_loss_terms, in_axes=(1,) * 9 + (None,))
+        terms = per_env(dist.log_prob(pi, mb.action), mb.old_logp, dist.entropy(pi),
+                        dist.kl(mb.old_policy, pi), v, mb.old_v, mb.adv, mb.target, mb.valid,
+                        cfg)
         # Mean over env columns of per-column means (as IMPALA): every device holds the same
         # number of columns, so the mean over devices is the one-device mean exactly.
-        return jnp.mean(losses), jax.tree.map(jnp.mean, metrics)
+        terms = jnp.mean(terms, axis=0)  # [len(PPO_LOSS_TERMS)], the loss first
+        return terms[0], terms
 
     def sgd_step(params, opt_state, mb: Batch, lr, axis_name: str):
         if cfg.normalize_advantages:
@@ -206,16 +217,17 @@ def make_learn_step(network: nn.Module, cfg: PPOConfig, optimizer, lr_schedule):
             mb = mb._replace(adv=(mb.adv - a_mean) / (jnp.sqrt(a_var) + 1e-8))
         # Importance weight after centring (see losses.vtrace_targets); ones on-policy.
         mb = mb._replace(adv=mb.weight * mb.adv)
-        grads, metrics = parallel.mean_grad(loss_fn, params, mb, axis_name=axis_name)
+        grads, terms = parallel.mean_grad(loss_fn, params, mb, axis_name=axis_name)
         updates, opt_state = optimizer.update(grads, opt_state, params)
         updates = jax.tree.map(lambda u: -lr * u, updates)
-        metrics = parallel.mean_metrics(metrics, axis_name)
-        metrics["optim/grad_norm"] = optax.tree.norm(grads)
+        # The step's metrics as one vector (STEP_METRICS): the epoch loops stack one output
+        # per step instead of one per metric, and `unpack` names them once per update.
+        metrics = jnp.append(parallel.mean_metrics(terms, axis_name), optax.tree.norm(grads))
         return optax.apply_updates(params, updates), opt_state, metrics
 
     def guarded_step(carry, mb: Batch, lr, axis_name: str):
         """One SGD step, skipped once the KL early stop has fired (decided identically on
-        every device: the KL is pmean-ed). Returns (carry, (metrics, ran))."""
+        every device: the KL is pmean-ed). Returns (carry, (metrics vector, ran))."""
         params, opt_state, stopped = carry
         if cfg.target_kl <= 0:
             params, opt_state, metrics = sgd_step(params, opt_state, mb, lr, axis_name)
@@ -246,9 +258,9 @@ def make_learn_step(network: nn.Module, cfg: PPOConfig, optimizer, lr_schedule):
             cols = minibatch_columns(key, num_envs, cfg)
             # [T, M, mb, ...] -> [M, T, mb, ...]: scan over minibatches.
             mbs = jax.tree.map(lambda x: jnp.moveaxis(jnp.take(x, cols, axis=1), 1, 0), batch)
-            carry, (metrics, ran) = jax.lax.scan(
+            carry, (step_metrics, ran) = jax.lax.scan(
                 lambda c, mb: guarded_step(c, mb, lr, axis_name), carry, mbs)
-            return end_epoch(carry, metrics, ran), (metrics, ran)
+            return end_epoch(carry, unpack(step_metrics), ran), (step_metrics, ran)
 
         return jax.lax.scan(epoch, carry, keys)
 
@@ -262,9 +274,9 @@ def make_learn_step(network: nn.Module, cfg: PPOConfig, optimizer, lr_schedule):
                 mb = jax.tree.map(lambda x: jnp.take(x, cols[i], axis=1), batch)
                 carry, o = guarded_step(carry, mb, lr, axis_name)
                 epoch_out.append(o)
-            metrics, ran = jax.tree.map(lambda *xs: jnp.stack(xs), *epoch_out)
-            carry = end_epoch(carry, metrics, ran)
-            out.append((metrics, ran))
+            step_metrics, ran = jax.tree.map(lambda *xs: jnp.stack(xs), *epoch_out)
+            carry = end_epoch(carry, unpack(step_metrics), ran)
+            out.append((step_metrics, ran))
         return carry, jax.tree.map(lambda *xs: jnp.stack(xs), *out)
 
     def learn_step(state: LearnerState, rollout: Rollout, axis_name: str):
@@ -278,7 +290,8 @@ def make_learn_step(network: nn.Module, cfg: PPOConfig, optimizer, lr_schedule):
         lr = jnp.asarray(lr_schedule(state.update), jnp.float32)  # constant schedules: a float
         carry = (state.params, state.opt_state, jnp.zeros((), bool))
         loop = epochs_scan if cfg.loop == "scan" else epochs_unrolled
-        (params, opt_state, _), (metrics, ran) = loop(carry, batch, keys, lr, axis_name)
+        (params, opt_state, _), (step_metrics, ran) = loop(carry, batch, keys, lr, axis_name)
+        metrics = unpack(step_metrics)  # [epochs, minibatches] each
         # The first SGD step (always run) sees the parameters the update started from: on
         # policy (synchronous) they are the actor's, so its clip fraction is 0 and its approx
         # KL ~0; anything else means the actor acted with other parameters than the ones the
@@ -287,7 +300,7 @@ def make_learn_step(network: nn.Module, cfg: PPOConfig, optimizer, lr_schedule):
                  "ppo/first_minibatch_approx_kl": metrics["policy/approx_kl"][0, 0]}
         # Average each metric over the SGD steps that ran ([epochs, minibatches] arrays).
         steps = jnp.maximum(jnp.sum(ran), 1.0)
-        metrics = jax.tree.map(lambda m: jnp.sum(ran * m) / steps, metrics)
+        metrics = unpack(jnp.sum(ran[..., None] * step_metrics, axis=(0, 1)) / steps)
         metrics.update(first)
         metrics.update(prep_metrics)
         metrics["ppo/epochs_run"] = jnp.sum(ran) / cfg.num_minibatches

@@ -65,11 +65,17 @@ def vtrace_targets(r_t: Array, values: Array, terminated_t: Array, truncated_t: 
     return jax.lax.stop_gradient((adv_t, vs, weight_t))
 
 
-def ppo_loss(
+# What ppo_loss_terms returns, in order: the loss first, then the diagnostics.
+PPO_LOSS_TERMS = ("loss/total", "loss/policy", "loss/value", "policy/entropy", "policy/kl",
+                  "policy/approx_kl", "policy/clip_frac", "value/mean")
+
+
+def ppo_loss_terms(
     logp_t: Array, old_logp_t: Array, entropy_t: Array, kl_t: Array, v_tm1: Array,
     old_v_tm1: Array, adv_t: Array, target_tm1: Array, valid_t: Array, cfg: PPOConfig,
-) -> tuple[Array, dict[str, Array]]:
-    """Clipped-surrogate PPO loss for one trajectory of T steps, averaged over valid steps.
+) -> Array:
+    """Clipped-surrogate PPO loss for one trajectory of T steps, averaged over valid steps,
+    with its diagnostics: a vector of the PPO_LOSS_TERMS, the loss (differentiable) first.
 
     logp_t: log pi_theta(a_t|x_t), [T]; old_logp_t: log pi_old (the anchor: behaviour policy
     on-policy, the learner's pre-update policy when importance-corrected). entropy_t, kl_t:
@@ -79,39 +85,42 @@ def ppo_loss(
         L = -min(r A, clip(r, 1-eps, 1+eps) A)                           r = pi_theta / pi_old
             + value_cost * 0.5 * max((V - G)^2, (V_old + clip(V - V_old, -e, e) - G)^2)
             - entropy_cost * H[pi_theta] + kl_cost * KL(pi_old || pi_theta)
+
+    Every term is a per-step quantity averaged over the valid steps, so all of them are one
+    masked reduction of the stacked per-step terms (the loss's per-step sum among them, the
+    mean being linear): the learner runs this every SGD step, and on a small batch each
+    separate reduction is a kernel call of its own.
     """
     chex.assert_rank([logp_t, old_logp_t, entropy_t, kl_t, v_tm1, old_v_tm1, adv_t,
                       target_tm1, valid_t], 1)
     chex.assert_equal_shape([logp_t, old_logp_t, entropy_t, kl_t, v_tm1, old_v_tm1, adv_t,
                              target_tm1, valid_t])
-    mask = valid_t.astype(jnp.float32)
-    count = jnp.maximum(mask.sum(), 1.0)
-    mean = lambda x: jnp.sum(mask * x) / count
-
     log_ratio = logp_t - old_logp_t
     ratio = jnp.exp(log_ratio)
     clipped = jnp.clip(ratio, 1.0 - cfg.clip_eps, 1.0 + cfg.clip_eps)
-    pg_loss = mean(-jnp.minimum(ratio * adv_t, clipped * adv_t))
+    pg_loss_t = -jnp.minimum(ratio * adv_t, clipped * adv_t)
 
     v_loss_t = jnp.square(v_tm1 - target_tm1)
     if cfg.value_clip_eps > 0:
         v_clipped = old_v_tm1 + jnp.clip(v_tm1 - old_v_tm1, -cfg.value_clip_eps,
                                          cfg.value_clip_eps)
         v_loss_t = jnp.maximum(v_loss_t, jnp.square(v_clipped - target_tm1))
-    value_loss = 0.5 * mean(v_loss_t)
-    entropy = mean(entropy_t)
-    kl = mean(kl_t)
-    total = pg_loss + cfg.value_cost * value_loss - cfg.entropy_cost * entropy
-    if cfg.kl_cost > 0:
-        total = total + cfg.kl_cost * kl
+    v_loss_t = 0.5 * v_loss_t
 
-    ratio_sg, log_ratio_sg = jax.lax.stop_gradient(ratio), jax.lax.stop_gradient(log_ratio)
-    metrics = {
-        "loss/total": total, "loss/policy": pg_loss, "loss/value": value_loss,
-        "policy/entropy": entropy, "policy/kl": jax.lax.stop_gradient(kl),
-        # Low-variance estimator of KL(pi_old || pi) (Schulman 2020, "k3"), as cleanrl logs.
-        "policy/approx_kl": mean((ratio_sg - 1.0) - log_ratio_sg),
-        "policy/clip_frac": mean((jnp.abs(ratio_sg - 1.0) > cfg.clip_eps).astype(jnp.float32)),
-        "value/mean": mean(jax.lax.stop_gradient(v_tm1)),
-    }
-    return total, metrics
+    total_t = pg_loss_t + cfg.value_cost * v_loss_t - cfg.entropy_cost * entropy_t
+    if cfg.kl_cost > 0:
+        total_t = total_t + cfg.kl_cost * kl_t
+    ratio, log_ratio = jax.lax.stop_gradient((ratio, log_ratio))
+    terms_t = (total_t, *jax.lax.stop_gradient((pg_loss_t, v_loss_t, entropy_t, kl_t)),
+               # Low-variance estimator of KL(pi_old || pi) (Schulman 2020, "k3"), as cleanrl.
+               (ratio - 1.0) - log_ratio,
+               (jnp.abs(ratio - 1.0) > cfg.clip_eps).astype(jnp.float32),
+               jax.lax.stop_gradient(v_tm1))
+    mask = valid_t.astype(jnp.float32)
+    return jnp.sum(mask * jnp.stack(terms_t), axis=-1) / jnp.maximum(mask.sum(), 1.0)
+
+
+def ppo_loss(*args, **kwargs) -> tuple[Array, dict[str, Array]]:
+    """`ppo_loss_terms` as (loss, {name: term}); same arguments."""
+    terms = ppo_loss_terms(*args, **kwargs)
+    return terms[0], dict(zip(PPO_LOSS_TERMS, terms))

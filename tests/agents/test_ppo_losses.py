@@ -81,19 +81,32 @@ def test_unclipped_value_loss_and_kl_penalty():
 
 
 def test_gradients_vanish_where_clipped():
-    """d loss / d logp is zero on both clipped sides and r * A / n inside the range."""
-    def pg(logp):
-        return _run(logp_t=logp)[1]["loss/policy"]
+    """d loss / d logp is zero on both clipped sides and r * A / n inside the range; d loss /
+    d V is value_cost * (V - G) / n where the value clip does not win. The loss (the first
+    term) is what the learner differentiates; the diagnostics carry no gradient."""
+    def loss(**kw):
+        return _run(**kw)[0]
 
-    g = np.asarray(jax.grad(pg)(_f32(LOGP)))
+    g = np.asarray(jax.grad(lambda logp: loss(logp_t=logp))(_f32(LOGP)))
     np.testing.assert_allclose(g, [0.0, 0.0, -1.1 * 1.0 / 4, -0.5 * 3.0 / 4, 0.0], atol=1e-7)
 
-    def vl(v):
-        return _run(v_tm1=v)[1]["loss/value"]
-
-    gv = np.asarray(jax.grad(vl)(_f32(V)))
+    gv = np.asarray(jax.grad(lambda v: loss(v_tm1=v))(_f32(V)))
     # Step 0: the clipped term wins and does not depend on V -> 0. Others: (V - G) / n.
-    np.testing.assert_allclose(gv, [0.0, 1.0 / 4, -2.0 / 4, 1.0 / 4, 0.0], atol=1e-7)
+    np.testing.assert_allclose(gv, 0.5 * np.array([0.0, 1.0 / 4, -2.0 / 4, 1.0 / 4, 0.0]),
+                               atol=1e-7)
+
+    ge = np.asarray(jax.grad(lambda h: loss(entropy_t=h))(_f32(ENTROPY)))
+    np.testing.assert_allclose(ge, -0.01 * VALID / 4, atol=1e-9)
+    gk = np.asarray(jax.grad(lambda k: loss(kl_t=k))(_f32(KL)))
+    np.testing.assert_array_equal(gk, 0.0)  # kl_cost = 0: the KL is a diagnostic only
+    cfg = dataclasses.replace(CFG, kl_cost=2.0)
+    gk = np.asarray(jax.grad(lambda k: _run(cfg, kl_t=k)[0])(_f32(KL)))
+    np.testing.assert_allclose(gk, 2.0 * VALID / 4, atol=1e-7)
+
+    for name in ("loss/policy", "loss/value", "policy/entropy", "policy/approx_kl"):
+        gd = jax.grad(lambda logp, v: _run(logp_t=logp, v_tm1=v)[1][name], argnums=(0, 1))(
+            _f32(LOGP), _f32(V))
+        np.testing.assert_array_equal(np.concatenate(gd), 0.0, err_msg=name)
 
 
 def test_policy_loss_matches_rlax_when_all_valid():
