@@ -21,5 +21,6 @@ def mean_grad(loss_fn: Callable[..., tuple[jax.Array, Any]], params: Any, *args:
     return jax.lax.pmean(grads, axis_name), aux
 
 
-def mean_metrics(metrics: dict[str, jax.Array], axis_name: str) -> dict[str, jax.Array]:
+def mean_metrics(metrics: Any, axis_name: str) -> Any:
+    """The mean over the learner axis of a pytree of metrics (a dict, or PPO's one vector)."""
     return jax.lax.pmean(metrics, axis_name)
