@@ -27,6 +27,7 @@ import flax
 import jax
 import jax.numpy as jnp
 
+from podracer import collectives
 from podracer.agent import Rollout
 
 _EPS = 1e-8
@@ -51,7 +52,7 @@ class RunningStats(NamedTuple):
         m = mask.astype(jnp.float32).reshape(mask.shape + (1,) * (x.ndim - lead))
         x = x.astype(jnp.float32)
         axes = tuple(range(lead))
-        psum = (lambda v: jax.lax.psum(v, axis_name)) if axis_name else (lambda v: v)
+        psum = (lambda v: collectives.psum(v, axis_name)) if axis_name else (lambda v: v)
         n, s = psum((jnp.sum(mask.astype(jnp.float32)), jnp.sum(m * x, axes)))
         b_mean = s / jnp.maximum(n, 1.0)
         b_m2 = psum(jnp.sum(m * jnp.square(x - b_mean), axes))  # two passes: stable
@@ -142,7 +143,7 @@ def scale_rewards(state: NormState, r_t: jax.Array, done_t: jax.Array, valid_t: 
                                        keepdims=False)
     rets, acc = discounted_returns(acc, r_t, done_t, gamma)
     ret = state.ret.update(rets, valid_t, axis_name)
-    acc = jax.lax.all_gather(acc, axis_name, tiled=True)
+    acc = collectives.all_gather_tiled(acc, axis_name)
     scaled = r_t / jnp.sqrt(ret.var + _EPS)
     return state._replace(ret=ret, ret_acc=acc), scaled
 

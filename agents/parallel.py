@@ -12,15 +12,17 @@ from typing import Any, Callable
 
 import jax
 
+from podracer import collectives
+
 
 def mean_grad(loss_fn: Callable[..., tuple[jax.Array, Any]], params: Any, *args: Any,
               axis_name: str) -> tuple[Any, Any]:
     """Returns (mean over devices of d loss / d params, aux) for `loss_fn(params, *args)`."""
     local = jax.lax.pcast(params, axis_name, to="varying")
     grads, aux = jax.grad(loss_fn, has_aux=True)(local, *args)
-    return jax.lax.pmean(grads, axis_name), aux
+    return collectives.pmean(grads, axis_name), aux
 
 
 def mean_metrics(metrics: Any, axis_name: str) -> Any:
     """The mean over the learner axis of a pytree of metrics (a dict, or PPO's one vector)."""
-    return jax.lax.pmean(metrics, axis_name)
+    return collectives.pmean(metrics, axis_name)

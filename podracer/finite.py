@@ -6,6 +6,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from podracer import collectives
 from podracer.agent import PyTree
 
 
@@ -38,7 +39,7 @@ def keep_finite(old_state: PyTree, new_state: PyTree, metrics: dict, axis_name: 
     only one saw the NaN (replicas must never diverge). Cost: one pass over the state.
     """
     metrics = jax.tree.map(jnp.asarray, metrics)  # shard_map outputs must be arrays
-    ok = jax.lax.pmin(all_finite(new_state).astype(jnp.int32), axis_name) > 0
+    ok = collectives.pmin(all_finite(new_state).astype(jnp.int32), axis_name) > 0
 
     def pick(old, new):
         dtype = new.dtype if hasattr(new, "dtype") else jnp.asarray(new).dtype

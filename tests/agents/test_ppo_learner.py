@@ -127,6 +127,24 @@ def test_kl_early_stop_is_identical_across_devices(loop):
                  single.params, one_epoch.params)
 
 
+@pytest.mark.parametrize("head", ["discrete", "tanh", "mixed"])
+def test_sample_minibatches_equal_env_columns_on_one_full_minibatch(head):
+    """minibatch_axis="sample" runs the loss on the flat steps (no env axis), "env" on env
+    columns with a mean of per-column means: with every step valid and one minibatch, both
+    are the mean over all steps, so the two paths must land on the same parameters and
+    metrics (each SGD step sees the whole batch, in a different order of the same steps)."""
+    rollout = _rollout(3, head)._replace(valid=jnp.ones((T, B), bool))
+    cfg = dataclasses.replace(BASE, num_minibatches=1, num_epochs=2, kl_cost=0.5)
+    env, m_env = _learn_once(cfg, (0,), rollout, head)
+    flat, m_flat = _learn_once(dataclasses.replace(cfg, minibatch_axis="sample"), (0,),
+                               rollout, head)
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-6),
+                 env.params, flat.params)
+    for k in ("optim/grad_norm", "loss/total", "loss/value", "policy/entropy", "policy/kl",
+              "policy/clip_frac"):
+        np.testing.assert_allclose(m_env[k], m_flat[k], rtol=1e-4, atol=1e-6)
+
+
 def test_minibatches_must_split_the_local_envs():
     cfg = dataclasses.replace(BASE, num_minibatches=3)
     # The rule and message of the config check (agents/ppo/checks.py), at trace time.
