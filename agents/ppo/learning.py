@@ -206,18 +206,16 @@ def make_learn_step(network: nn.Module, cfg: PPOConfig, optimizer, lr_schedule):
             # program's SGD step was ~15% slower with it).
             mb = jax.tree.map(lambda x: x[0], mb._replace(core_state=None))
             pi, v = network.apply(params, mb.obs)
-            terms = ppo_loss_terms(dist.log_prob(pi, mb.action), mb.old_logp,
-                                   dist.entropy(pi), dist.kl(mb.old_policy, pi), v, mb.old_v,
-                                   mb.adv, mb.target, mb.valid, cfg)
-            return terms[0], terms
-        pi, v = apply_time_major(network, params, mb.obs, mb.core_state, mb.valid)
-        per_env = jax.vmap(ppo_loss_terms, in_axes=(1,) * 9 + (None,))
-        terms = per_env(dist.log_prob(pi, mb.action), mb.old_logp, dist.entropy(pi),
-                        dist.kl(mb.old_policy, pi), v, mb.old_v, mb.adv, mb.target, mb.valid,
-                        cfg)
-        # Mean over env columns of per-column means (as IMPALA): every device holds the same
-        # number of columns, so the mean over devices is the one-device mean exactly.
-        terms = jnp.mean(terms, axis=0)  # [len(PPO_LOSS_TERMS)], the loss first
+            terms_of = ppo_loss_terms
+        else:
+            pi, v = apply_time_major(network, params, mb.obs, mb.core_state, mb.valid)
+            per_env = jax.vmap(ppo_loss_terms, in_axes=(1,) * 9 + (None,))
+            # Mean over env columns of per-column means (as IMPALA): every device holds the
+            # same number of columns, so the mean over devices is the one-device mean exactly.
+            terms_of = lambda *args: jnp.mean(per_env(*args), axis=0)  # noqa: E731
+        terms = terms_of(dist.log_prob(pi, mb.action), mb.old_logp, dist.entropy(pi),
+                         dist.kl(mb.old_policy, pi), v, mb.old_v, mb.adv, mb.target, mb.valid,
+                         cfg)  # [len(PPO_LOSS_TERMS)], the loss first
         return terms[0], terms
 
     def sgd_step(params, opt_state, mb: Batch, lr, axis_name: str):

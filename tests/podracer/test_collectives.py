@@ -17,26 +17,30 @@ def _reference(name, x, axis):
 
 
 def _sharded(fn, n):
-    """fn over n devices, each holding one block of the argument's leading axis."""
+    """(program, its argument placed as the runtimes place it): fn over n devices, each
+    holding one block of the argument's leading axis."""
     mesh = Mesh(np.array(jax.devices()[:n]), ("d",))
     program = jax.jit(jax.shard_map(fn, mesh=mesh, in_specs=P("d"), out_specs=P("d"),
                                     check_vma=False))
+    return program, lambda x: jax.device_put(x, NamedSharding(mesh, P("d")))
 
-    class Placed:  # places the argument first, as the runtimes do
-        def __call__(self, x):
-            return program(jax.device_put(x, NamedSharding(mesh, P("d"))))
 
-        def lower(self, x):
-            return program.lower(jax.device_put(x, NamedSharding(mesh, P("d"))))
-    return Placed()
+def _run(fn, n, x):
+    program, place = _sharded(fn, n)
+    return program(place(x))
+
+
+def _compiled_text(fn, x):
+    program, place = _sharded(fn, 1)
+    return program.lower(place(x)).compile().as_text()
 
 
 @pytest.mark.parametrize("name", NAMES)
 @pytest.mark.parametrize("n", [1, 2, 4])
 def test_same_values_as_jax_lax(name, n):
     x = jnp.arange(n * 3, dtype=jnp.float32).reshape(n * 3) * 1.5 - 4.0
-    ours = _sharded(lambda v: getattr(collectives, name)(v, "d"), n)(x)
-    ref = _sharded(lambda v: _reference(name, v, "d"), n)(x)
+    ours = _run(lambda v: getattr(collectives, name)(v, "d"), n, x)
+    ref = _run(lambda v: _reference(name, v, "d"), n, x)
     np.testing.assert_array_equal(np.asarray(ours), np.asarray(ref))
 
 
@@ -44,9 +48,9 @@ def test_same_values_as_jax_lax(name, n):
 def test_one_device_compiles_no_collective(name):
     """The point of the wrappers: XLA:CPU keeps a one-device all-reduce as a kernel."""
     x = jnp.ones((6,), jnp.float32)
-    text = _sharded(lambda v: getattr(collectives, name)(v, "d"), 1).lower(x).compile().as_text()
+    text = _compiled_text(lambda v: getattr(collectives, name)(v, "d"), x)
     assert "all-reduce" not in text and "all-gather" not in text
-    ref = _sharded(lambda v: _reference(name, v, "d"), 1).lower(x).compile().as_text()
+    ref = _compiled_text(lambda v: _reference(name, v, "d"), x)
     if name != "all_gather_tiled":  # the check above would pass vacuously if XLA removed them
         assert "all-reduce" in ref
 
@@ -55,5 +59,5 @@ def test_under_vmap_inside_shard_map():
     """Population members vmapped inside the shard_map: the axis size is still the mesh's."""
     x = jnp.arange(8, dtype=jnp.float32).reshape(2, 4)  # [devices * 1, members]
     fn = jax.vmap(lambda v: collectives.pmean(v, "d"), in_axes=1, out_axes=1)
-    np.testing.assert_allclose(np.asarray(_sharded(fn, 2)(x)),
+    np.testing.assert_allclose(np.asarray(_run(fn, 2, x)),
                                np.broadcast_to(x.mean(axis=0), (2, 4)))
