@@ -5,7 +5,7 @@ machine's load falls on both alike, and the table gives each round's ratio.
     git clone https://github.com/luchris429/purejaxrl /tmp/purejaxrl   # stays outside the repo
     python scripts/compare_purejaxrl.py --purejaxrl /tmp/purejaxrl/purejaxrl \\
         [--setting cartpole|minatar-breakout] [--num_seeds 1] [--updates_per_call 1,16] \\
-        [--rounds 2] [--steps N] [--json results.jsonl] [--program_only]
+        [--rounds 2] [--steps N] [--json results.jsonl] [--program_only] [--peer_qr_free_init]
 
 Settings (purejaxrl's own; ours set field by field to the same values):
 - cartpole: purejaxrl's `ppo.py` CartPole config: 4 envs x 128 steps, 4 epochs x 4 minibatches
@@ -78,9 +78,13 @@ SETTINGS = {
 }
 
 
-def run_peer(purejaxrl_dir: str, config: dict, num_seeds: int) -> dict:
+def run_peer(purejaxrl_dir: str, config: dict, num_seeds: int,
+             qr_free_init: bool = False) -> dict:
     """(In the peer's own process.) purejaxrl's make_train(config), jitted whole, over
-    `num_seeds` seeds; compile and run times, steps/s summed over seeds, final return."""
+    `num_seeds` seeds; compile and run times, steps/s summed over seeds, final return.
+    `qr_free_init`: purejaxrl's orthogonal initialiser replaced by a variance-scaling one of the
+    same scale (initial values only; the training program is otherwise the same): XLA:CPU can
+    hang in the QR of a vmapped orthogonal init (docs/benchmarks.md, "Sixteen seeds")."""
     import gymnax
     import jax
     import jax.numpy as jnp
@@ -108,6 +112,11 @@ def run_peer(purejaxrl_dir: str, config: dict, num_seeds: int) -> dict:
     gymnax.make = make_five
     sys.path.insert(0, purejaxrl_dir)
     import ppo  # purejaxrl/ppo.py
+
+    if qr_free_init:  # ppo.py calls its module-level `orthogonal(scale)` inside the network
+        from flax.linen import initializers
+        ppo.orthogonal = lambda scale=1.0: initializers.variance_scaling(
+            scale ** 2, "fan_avg", "normal")
 
     train = ppo.make_train(config)
     keys = jax.random.split(jax.random.PRNGKey(0), num_seeds)
@@ -192,6 +201,10 @@ def main(argv=None) -> None:
     p.add_argument("--json", default="", help="append one JSON object per run to this file")
     p.add_argument("--program_only", action="store_true",
                    help="ours: the compiled update alone, back to back (cartpole)")
+    p.add_argument("--peer_qr_free_init", action="store_true",
+                   help="purejaxrl with a variance-scaling init in place of its orthogonal "
+                        "one (initial values only): XLA:CPU can hang in the vmapped QR with "
+                        "--num_seeds > 1")
     p.add_argument("--_peer", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if not os.path.isfile(os.path.join(args.purejaxrl, "ppo.py")):
@@ -206,7 +219,8 @@ def main(argv=None) -> None:
         _as_sets(args.setting)  # refuses a setting it cannot measure, before any run
     peer_config = dict(setting["purejaxrl"], TOTAL_TIMESTEPS=float(steps))
     if args._peer:
-        print(json.dumps(run_peer(args.purejaxrl, peer_config, args.num_seeds)))
+        print(json.dumps(run_peer(args.purejaxrl, peer_config, args.num_seeds,
+                                  args.peer_qr_free_init)))
         return
     rows = []
     for r in range(args.rounds):
@@ -214,6 +228,7 @@ def main(argv=None) -> None:
         peer = subprocess.run([sys.executable, os.path.abspath(__file__), *own_args, "--_peer"],
                               check=True, text=True, capture_output=True, cwd=REPO)
         base = json.loads(peer.stdout.strip().splitlines()[-1])
+        base["qr_free_init"] = args.peer_qr_free_init
         if args.program_only:  # as long as purejaxrl's run took
             batch = [base] + [run_program(args.setting, max(base["run_s"], 2.0),
                                           args.num_seeds, k) for k in ks]

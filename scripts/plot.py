@@ -166,8 +166,10 @@ def plot_profile(finals: dict[tuple[str, str], np.ndarray], output: str, xlabel:
         ticklabelsize="medium")
     add_legend(ax)  # the same setting labels as the curves
     n = {s: sum(len(v) for (k, _), v in finals.items() if k == s) for s in profiles}
-    ax.set_title(title or f"performance profile over {', '.join(envs)} ({min(n.values())}-"
-                 f"{max(n.values())} runs per setting; 95% CI shaded)", fontsize=9)
+    low_n, high_n = min(n.values()), max(n.values())
+    runs = f"{low_n}" if low_n == high_n else f"{low_n}-{high_n}"
+    ax.set_title(title or f"performance profile over {', '.join(envs)} ({runs} runs per "
+                 "setting; 95% CI shaded)", fontsize=9)
     fig.tight_layout()
     os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
     fig.savefig(output, dpi=110, bbox_inches="tight")  # keeps a legend under the axes
@@ -359,7 +361,8 @@ def main(argv=None) -> str:
     if args.aggregate == "iqm" or args.profile or args.table or at_steps:
         unit = args.metric
         if table is not None:
-            unit = f"{args.metric} normalised ({args.normalize}: 0 random, 1 reference)"
+            unit = (f"{args.metric} normalised ({os.path.basename(args.normalize)}: "
+                    "0 random, 1 reference)")
         for at in at_steps or [None]:
             finals = final_scores(group_runs(runs, names), args.metric, at)
             if table is not None:

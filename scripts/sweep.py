@@ -17,6 +17,16 @@ skipped, runs with a checkpoint continue from it (--config.resume), other unfini
 again. Ctrl-C or SIGTERM asks every run to checkpoint and stop. At the end (or with --dry_run,
 launching nothing) it prints a markdown table of the final `--metric` from each summary.json:
 mean over seeds, a 95% t-interval, the IQM from 4 seeds up, and writes it to <out>/results.csv.
+
+The same table for runs the sweep did not launch (a population's members, trained side by side
+in one program with --config.num_seeds / --config.vary: <run_dir>/members/*; runs from
+elsewhere), grouped into settings as scripts/plot.py groups them (the config.json fields that
+differ, seed excluded):
+
+    python scripts/sweep.py table runs/minatar-breakout [--metric M] [--csv results.csv]
+
+As in a sweep, only finished runs count (summary.json, not stopped by a signal); the others are
+listed under the table (a population paused by SIGTERM: resume it with --config.resume).
 """
 from __future__ import annotations
 
@@ -269,15 +279,16 @@ def _final(run_dir: str, metric: str) -> float:
     return float(summary.get(metric, float("nan")))
 
 
-def table(runs: list[Run], metric: str, seeds: int) -> tuple[str, list[dict]]:
-    """Markdown table of the final metric per setting over its finished seeds, and its rows."""
+def table(runs: list[Run], metric: str, seeds: int | None = None) -> tuple[str, list[dict]]:
+    """Markdown table of the final metric per setting over its finished seeds, and its rows.
+    `seeds`: the runs each setting should have (the sweep's --seeds); None: the runs given."""
     rows = []
     for label in dict.fromkeys(r.label for r in runs):  # settings in grid order
-        values = [_final(r.run_dir, metric) for r in runs if r.label == label
-                  and finished(r.run_dir)]
+        mine = [r for r in runs if r.label == label]
+        values = [_final(r.run_dir, metric) for r in mine if finished(r.run_dir)]
         values = [v for v in values if v == v]  # a run with no finished episode has no return
         ci, iqm = _runs.t_interval(values), _runs.iqm(values)
-        rows.append({"setting": label, "seeds": len(values),
+        rows.append({"setting": label, "seeds": len(values), "of": seeds or len(mine),
                      "mean": sum(values) / len(values) if values else None,
                      "ci_low": ci[0] if ci else None, "ci_high": ci[1] if ci else None,
                      "iqm": iqm, "values": values})
@@ -286,9 +297,39 @@ def table(runs: list[Run], metric: str, seeds: int) -> tuple[str, list[dict]]:
              "|---|---:|---:|---:|---:|---|"]
     for r in rows:
         ci = f"[{f(r['ci_low'])}, {f(r['ci_high'])}]" if r["ci_low"] is not None else "-"
-        lines.append(f"| {r['setting']} | {r['seeds']}/{seeds} | {f(r['mean'])} | {ci} | "
+        lines.append(f"| {r['setting']} | {r['seeds']}/{r['of']} | {f(r['mean'])} | {ci} | "
                      f"{f(r['iqm'])} | {', '.join(f'{v:.2f}' for v in r['values'])} |")
     return "\n".join(lines), rows
+
+
+def table_main(argv: list[str]) -> list[dict]:
+    """`sweep.py table PATH...`: the table of run dirs found under PATH (a population's
+    members/, runs from elsewhere), settings labelled as plot.py labels them."""
+    p = argparse.ArgumentParser(prog="sweep.py table", description="The final-score table of "
+                                "run dirs the sweep did not launch (a population's members).")
+    p.add_argument("paths", nargs="+", help="run dirs, or folders holding run dirs (a "
+                   "population's run dir)")
+    p.add_argument("--metric", default="episode/return_mean", help="summary.json key")
+    p.add_argument("--csv", default="", metavar="PATH", help="also write the rows to this CSV")
+    args = p.parse_args(argv)
+    try:
+        dirs = _runs.find_runs(args.paths)
+    except FileNotFoundError as e:
+        p.error(str(e))
+    if not dirs:
+        p.error(f"no run dirs (metrics.jsonl or events.out.tfevents.*) under {args.paths}")
+    labels = _runs.labels(dirs)
+    runs = [Run(labels[d], {}, int((_runs.read_json(os.path.join(d, "config.json")) or {})
+                                   .get("seed", 0)), d) for d in dirs]
+    text, rows = table(runs, args.metric)
+    print(text, flush=True)
+    unfinished = [d for d in dirs if not finished(d)]
+    if unfinished:
+        print(f"\nnot counted, unfinished (no summary.json yet, or stopped by a signal: resume "
+              f"with --config.resume): {', '.join(unfinished)}", flush=True)
+    if args.csv:
+        write_csv(args.csv, rows)
+    return rows
 
 
 def write_csv(path: str, rows: list[dict]) -> None:
@@ -359,6 +400,9 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 def main(argv=None) -> list[dict]:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["table"]:  # a table of existing run dirs, launching nothing
+        return table_main(argv[1:])
     args = parse_args(argv)
     try:
         check_spec(args)

@@ -1,8 +1,9 @@
 """IMPALA on EnvPool Atari. Variants: `:cpu` (sized for a CPU), `:debug` (tiny, seconds on a
 laptop CPU).
 
-The default trains the IMPALA ResNet, a GPU-sized network: on a CPU it runs at ~100 env
-steps/s (97 on 2 quiet cores, 2026-12-01; first update after 10-40 s). `:cpu` trains the Nature
+The default trains the IMPALA ResNet, a GPU-sized network: on a CPU it runs at ~50 env
+steps/s (52-55 on 2 cores, 2026-12-03, 128 envs x 20 steps per update; first update after
+~95 s). `:cpu` trains the Nature
 CNN on 16 envs x 5 steps, 80 samples per update (2 actor threads x 8 envs; ~700 agent steps/s
 end to end on 2 quiet cores); its records are in docs/results.md.
 

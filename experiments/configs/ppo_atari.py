@@ -28,7 +28,7 @@ VARIANTS = ("default", "sync", "cpu", "cleanrl", "debug")
 def cpu_ppo(config: ml_collections.ConfigDict) -> None:
     """`:cpu`: the IMPALA ResNet runs at ~10-20 steps/s on a CPU: the Nature CNN, 2 threads x 16
     envs and shorter rollouts instead, and the SGD loop unrolled (XLA:CPU runs convs inside
-    lax.scan ~25x slower, DESIGN.md / docs/ppo.md). Measured on a loaded 2-core machine (load
+    lax.scan ~25x slower, docs/ppo.md). Measured on a loaded 2-core machine (load
     7-9): ~4 min compiling, then 35-70 steps/s; PPO's 4 epochs make it ~4x slower than
     IMPALA's :cpu (~150-190 steps/s on the same machine, 415 quiet)."""
     config.network.torso = "nature_cnn"
@@ -85,7 +85,7 @@ def get_config(variant: str = "default") -> ml_collections.ConfigDict:
         cleanrl_ppo(config)
     elif variant == "debug":
         tiny_atari(config)
-        # XLA:CPU runs convolutions inside lax.scan ~25x slower (DESIGN.md): unroll the
+        # XLA:CPU runs convolutions inside lax.scan ~25x slower (docs/ppo.md): unroll the
         # 2 x 2 SGD steps instead.
         config.agent.num_epochs = 2
         config.agent.num_minibatches = 2

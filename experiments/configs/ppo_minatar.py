@@ -14,8 +14,11 @@ Variants:
   layer of 128; policy and value heads on the one torso, as the paper's AC(lambda),
   examples/AC_lambda.py lines 68-80 of github.com/kenjyoung/MinAtar at 4241f24) trained with
   purejaxrl's MinAtar PPO hyperparameters (below). XLA:CPU computes convolution gradients
-  inside `lax.scan` ~8x slower (measured on this VM; DESIGN.md), so the SGD steps are unrolled
-  (`agent.loop="unroll"`) and one update runs per compiled call.
+  inside `lax.scan` ~8x slower (measured on this VM; docs/ppo.md, jax-ml/jax#12868), so the
+  SGD steps are unrolled (`agent.loop="unroll"`); an update takes longer than the paced
+  call's target (`call_target_s`), so each compiled call runs one update. It
+  bootstraps on the time limit (`bootstrap_truncation=True`, the project's default: a step
+  limit is not the game's end), where purejaxrl does not.
 - purejaxrl: purejaxrl's MinAtar PPO, field by field (github.com/luchris429/purejaxrl at
   31756b1, examples/brax_minatar.ipynb: the config cell at lines 331-346, the network at lines
   69-105; tests/experiments/test_reference_settings.py lists each field with its line): an MLP
@@ -23,7 +26,7 @@ Variants:
 - debug: 4 envs x 8 steps, 256 steps in all (smoke tests).
 
 Hyperparameters of both (purejaxrl's notebook; its `done` merges termination and the time limit,
-so `bootstrap_truncation=False`): 64 envs x 128 steps per update, 4 epochs of 8 minibatches of
+so `:purejaxrl` has `bootstrap_truncation=False`; the other variants keep the default, True): 64 envs x 128 steps per update, 4 epochs of 8 minibatches of
 1024 shuffled single steps, Adam lr 5e-3 decayed linearly to 0 over the run (eps 1e-5), global
 gradient norm clipped at 0.5, gamma 0.99, GAE lambda 0.95, clip 0.2 (policy and value), value
 cost 0.5, entropy cost 0.01, advantages normalised per minibatch, rewards unclipped, 10M steps.
@@ -57,6 +60,10 @@ def purejaxrl_agent() -> PPOConfig:
         adam_eps=1e-5,                 # optax.adam(..., eps=1e-5)
         normalize_advantages=True,     # gae normalised inside the minibatch loss
         reward_clip=0.0,               # rewards as the env gives them
+        # purejaxrl's rule: its GAE multiplies by (1 - done) (brax_minatar.ipynb@31756b1, JSON
+        # lines 170 and 195-198), gymnax's done of its day merging the game's end and the step
+        # limit. Not PPOConfig's default (True), so only the :purejaxrl variant keeps it
+        # (get_config); the others bootstrap on the limit.
         bootstrap_truncation=False,    # done = terminated or truncated
         correction="none")             # on-policy
 
@@ -80,6 +87,9 @@ def get_config(variant: str = "default") -> ml_collections.ConfigDict:
     config.network = network_fields("minatar_cnn", shared_torso=True)
     config.agent = agent_fields(purejaxrl_agent())
     config.agent.loop = "unroll"       # conv gradients inside lax.scan are slow on XLA:CPU
+    # A step limit is not the game's end: bootstrap there (issue 29: only the reference
+    # variant, :purejaxrl, treats truncation as its reference does).
+    config.agent.bootstrap_truncation = variant != "purejaxrl"
     if variant == "purejaxrl":
         config.network = network_fields("mlp", shared_torso=False)
         config.network.mlp_hidden_sizes = (64, 64)   # Dense(64) x 2 per torso

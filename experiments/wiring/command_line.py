@@ -181,7 +181,7 @@ def config_variants(config_file: str) -> tuple[str, ...]:
 
 def cpu_hint(config: Any, config_file: str) -> str | None:
     """A one-line note when a GPU-sized network (networks.is_gpu_sized: the IMPALA ResNet) is
-    about to train on a CPU backend, where it runs at ~100 env steps/s on 2 cores (README,
+    about to train on a CPU backend, where it runs at ~50 env steps/s on 2 cores (README,
     throughput table); None otherwise. It suggests the config file's `:cpu` variant when the
     file declares one (its VARIANTS), else the Nature CNN.
 
@@ -208,7 +208,7 @@ def cpu_hint(config: Any, config_file: str) -> str | None:
     variant = (f"--config={path}:cpu" if "cpu" in config_variants(config_file)
                else "--config.network.torso=nature_cnn")
     return (f"note: JAX runs on CPU and network.torso={net.get('torso')!r} is a GPU-sized "
-            f"network: expect up to half a minute to the first update, then ~100 env steps/s "
+            f"network: expect a minute or two to the first update, then ~50 env steps/s "
             f"on 2 cores (an ETA of over a hundred hours). For a CPU-sized "
             f"run use {variant} (Nature CNN, fewer envs; README, throughput table).")
 

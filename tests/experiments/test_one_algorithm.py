@@ -3,27 +3,54 @@
 the same minibatches (their size) and the same optimiser constants; only the layout that
 carries the batch (actor threads, EnvPool threads) follows the machine.
 
+Every shipped config is every variant of every module in experiments/configs/ (the test below
+checks that CONFIGS lists them all), on its own runtime; the Anakin configs (ppo_gymnax,
+ppo_minatar) also under `runtime=sebulba`, which steps the same env from the host through the
+Sebulba layout. Anakin reads no actor devices (its devices are learner_device_ids), so its
+configs run with 1 actor device only (the core count is faked all the same); so do the configs
+of 1 env (ppo_mujoco's default, async and debug: 1 env does not split over 2 devices).
+
 The core count is faked where the layout reads it (`os.sched_getaffinity`, `os.cpu_count`), as
 a process restricted by a container or SLURM sees it. Before, `num_envs` was per actor thread:
 the IMPALA Atari default ran 32 / 32 / 64 / 128 / 128 envs per update at 2 / 10 / 16 / 32 / 64
 cores, with the clip and epsilon of a 640-sample minibatch whatever it trained on."""
+import importlib
 import os
+import pkgutil
 
 import pytest
 
-from experiments import wiring
+from experiments import configs, wiring
 from podracer.validation import ConfigError
 from experiments.configs import (impala_atari, impala_classic, ppo_atari, ppo_classic,
-                                 ppo_mujoco)
+                                 ppo_gymnax, ppo_minatar, ppo_mujoco)
 
 CORES = (2, 8, 10, 16, 32, 64)
-CONFIGS = [  # (module, variant, actor device counts its num_envs splits over)
-    (impala_atari, "default", (1, 2)), (impala_atari, "cpu", (1, 2)),
-    (ppo_atari, "default", (1, 2)), (ppo_atari, "sync", (1, 2)), (ppo_atari, "cpu", (1, 2)),
-    (ppo_atari, "cleanrl", (1, 2)), (impala_classic, "default", (1, 2)),
-    (ppo_classic, "default", (1, 2)), (ppo_mujoco, "default", (1,)),  # 1 env: 1 device
-    (ppo_mujoco, "async", (1,)), (ppo_mujoco, "pendulum", (1, 2)),
+BOTH, ONE = (1, 2), (1,)
+CONFIGS = [  # (module, variant, runtime: None = the config's own, actor device counts)
+    (impala_atari, "default", None, BOTH), (impala_atari, "cpu", None, BOTH),
+    (impala_atari, "debug", None, BOTH),
+    (impala_classic, "default", None, BOTH), (impala_classic, "debug", None, BOTH),
+    (ppo_atari, "default", None, BOTH), (ppo_atari, "sync", None, BOTH),
+    (ppo_atari, "cpu", None, BOTH), (ppo_atari, "cleanrl", None, BOTH),
+    (ppo_atari, "debug", None, BOTH),
+    (ppo_classic, "default", None, BOTH), (ppo_classic, "sync", None, BOTH),
+    (ppo_classic, "debug", None, BOTH),
+    (ppo_mujoco, "default", None, ONE), (ppo_mujoco, "async", None, ONE),  # 1 env: 1 device
+    (ppo_mujoco, "pendulum", None, BOTH), (ppo_mujoco, "debug", None, ONE),
+    # Anakin (the configs' own runtime): no actor devices, no actor threads.
+    (ppo_gymnax, "default", None, ONE), (ppo_gymnax, "debug", None, ONE),
+    (ppo_minatar, "default", None, ONE), (ppo_minatar, "purejaxrl", None, ONE),
+    (ppo_minatar, "debug", None, ONE),
+    # The same configs on the Sebulba runtime (`--config.runtime=sebulba`).
+    (ppo_gymnax, "default", "sebulba", BOTH), (ppo_gymnax, "debug", "sebulba", BOTH),
+    (ppo_minatar, "default", "sebulba", BOTH), (ppo_minatar, "purejaxrl", "sebulba", BOTH),
+    (ppo_minatar, "debug", "sebulba", BOTH),
 ]
+
+
+def _name(module) -> str:
+    return module.__name__.rsplit(".", 1)[-1]
 
 
 def _fake_cores(monkeypatch, n: int) -> None:
@@ -39,26 +66,53 @@ def _algorithm(sections):
             spec.describe(sections.agent, shape), sections.agent)
 
 
-@pytest.mark.parametrize("module,variant,devices", CONFIGS,
-                         ids=[f"{m.__name__.rsplit('.', 1)[-1]}:{v}" for m, v, _ in CONFIGS])
+def _config(module, variant, runtime, tmp_path):
+    config = module.get_config(variant)
+    config.run_dir = str(tmp_path / "run")
+    if runtime is not None:
+        config.runtime = runtime
+    return config
+
+
+@pytest.mark.parametrize(
+    "module,variant,runtime,devices", CONFIGS,
+    ids=[f"{_name(m)}:{v}" + (f"@{r}" if r else "") for m, v, r, _ in CONFIGS])
 def test_the_same_config_is_the_same_algorithm_on_any_host(tmp_path, monkeypatch, module,
-                                                           variant, devices):
+                                                           variant, runtime, devices):
     seen, layouts = {}, set()
     for n_devices in devices:
         for cores in CORES:
             _fake_cores(monkeypatch, cores)
-            config = module.get_config(variant)
-            config.run_dir = str(tmp_path / "run")
+            config = _config(module, variant, runtime, tmp_path)
             config.actor_device_ids = tuple(range(n_devices))
             sections = wiring.read(config, devices=False)
             seen[(n_devices, cores)] = _algorithm(sections)
-            layouts.add((n_devices, sections.runtime.num_actor_threads,
+            layouts.add((n_devices, getattr(sections.runtime, "num_actor_threads", None),
                          sections.env.num_threads))
     first = next(iter(seen.values()))
     different = {k: v for k, v in seen.items() if v != first}
     assert not different, (first, different)
-    if module.get_config(variant).num_actor_threads == 0:  # auto: the machine did change
-        assert len(layouts) > len(devices), layouts
+    if _config(module, variant, runtime, tmp_path).num_actor_threads == 0:
+        assert len(layouts) > len(devices), layouts  # auto: the machine did change
+
+
+def test_every_shipped_variant_is_listed():
+    """CONFIGS holds every variant of every config module in experiments/configs/, and each
+    Anakin one under Sebulba too: a new config or variant cannot skip the test above."""
+    shipped, anakin = set(), set()
+    for info in pkgutil.iter_modules(configs.__path__):
+        module = importlib.import_module(f"{configs.__name__}.{info.name}")
+        if not hasattr(module, "get_config"):
+            continue  # common.py: shared sections, no config
+        assert module.VARIANTS, info.name
+        for variant in module.VARIANTS:
+            shipped.add((info.name, variant, None))
+            if module.get_config(variant).get("runtime", "sebulba") == "anakin":
+                anakin.add((info.name, variant, "sebulba"))
+    assert anakin, "no Anakin config found"
+    listed = [(_name(m), v, r) for m, v, r, _ in CONFIGS]
+    assert len(listed) == len(set(listed))
+    assert set(listed) == shipped | anakin
 
 
 def test_the_impala_atari_default_is_cleanbas_batch_everywhere(tmp_path, monkeypatch):

@@ -7,7 +7,12 @@ stays out of this repository).
   differently by design is listed too (DIFFERENCES) and said in docs/results.md.
 - The IMPALA Atari default follows cleanba's `cleanba_impala.py` (github.com/vwxyzjn/cleanba at
   d1f8979c33e4e1c3d4e67f460afcebb42b6889d4) field by field below, apart from the differences
-  listed (not called exact).
+  listed with their reasons (DIFFERENCES_CLEANBA; not called exact). What cleanba leaves to its
+  libraries is read in the versions its poetry.lock pins: rlax 0.1.5 (poetry.lock:1959-1960;
+  github.com/google-deepmind/rlax at tag v0.1.5, 0c2c9e2185f3b9f1910e562afdd0f952efb74042) and
+  EnvPool 0.8.1 (poetry.lock:459-460; github.com/sail-sg/envpool at tag v0.8.1,
+  ed79055ca5f70e91079cb55b1e47113d2fac3909). Every field of the resolved config is listed, a
+  stated difference, or how the runtime runs (_RUNTIME_ONLY_CLEANBA, each with its reason).
 - `ppo_minatar.py:purejaxrl` is purejaxrl's MinAtar PPO, `examples/brax_minatar.ipynb`
   (github.com/luchris429/purejaxrl at 31756b1b9dd2a6d4ba4e2d7d0caa82fd5ec1ac18; lines of the
   .ipynb file as stored, i.e. of its JSON).
@@ -19,10 +24,13 @@ import pytest
 from agents.impala import samples_per_step
 from experiments import wiring
 from experiments.configs import impala_atari, ppo_atari, ppo_minatar
+from networks import torsos
 from sebulba.envs import EnvConfig
 
 CLEANRL = "cleanrl/ppo_atari_envpool.py@fe8d8a0"
 CLEANBA = "cleanba/cleanba_impala.py@d1f8979"
+RLAX = "rlax/_src/vtrace.py@0c2c9e2 (v0.1.5)"
+ENVPOOL = "envpool/atari/atari_env.h@ed79055 (v0.8.1)"
 PUREJAXRL = "purejaxrl/examples/brax_minatar.ipynb@31756b1"
 
 # (field of the read sections, our value, source line, what the reference says there)
@@ -85,33 +93,105 @@ IMPALA_CLEANBA = [
     ("runtime.num_envs", 128, f"{CLEANBA}:64,66",
      "local_num_envs: int = 64 x num_actor_threads: int = 2"),
     ("runtime.unroll_length", 20, f"{CLEANBA}:68", "num_steps: int = 20"),
-    ("agent.lr_decay", True, f"{CLEANBA}:70", "anneal_lr: bool = True"),
+    ("agent.lr_decay", True, f"{CLEANBA}:70,515-519",
+     "anneal_lr: bool = True; frac = 1 - (count // num_minibatches) / num_updates"),
     ("agent.discount", 0.99, f"{CLEANBA}:72", "gamma: float = 0.99"),
     ("agent.num_minibatches", 4, f"{CLEANBA}:74", "num_minibatches: int = 4"),
     ("agent.entropy_cost", 0.01, f"{CLEANBA}:78", "ent_coef: float = 0.01"),
     ("agent.baseline_cost", 0.5, f"{CLEANBA}:80", "vf_coef: float = 0.5"),
+    ("agent.vtrace_lambda", 1.0, f"{CLEANBA}:585-587; {RLAX}:168",
+     "vtrace_td_error_and_advantage(v_tm1, v_t, rewards, discounts, rhos): lambda_=1.0"),
+    ("agent.clip_rho", 1.0, f"{CLEANBA}:585-587; {RLAX}:169",
+     "not passed: rlax's clip_rho_threshold=1.0"),
+    ("agent.clip_pg_rho", 1.0, f"{CLEANBA}:585-587; {RLAX}:170",
+     "not passed: rlax's clip_pg_rho_threshold=1.0"),
     ("agent.optimizer", "rmsprop", f"{CLEANBA}:535-536", "rmsprop_pytorch_style"),
     ("agent.rmsprop_decay", 0.99, f"{CLEANBA}:536", "decay=0.99"),
-    ("agent.reward_clip", 1.0, f"{CLEANBA}:129", "envpool.make(reward_clip=True)"),
+    ("agent.reward_clip", 1.0, f"{CLEANBA}:129",
+     "envpool.make(reward_clip=True): the sign, = [-1, 1] on Atari's integer rewards"),
+    ("agent.obs_norm", False, f"{CLEANBA}:118-131,223-224",
+     "no observation wrapper; the network divides the frames by 255, nothing more"),
+    ("agent.reward_scaling", False, f"{CLEANBA}:118-131", "no reward wrapper"),
+    ("runtime.synchronous", False, f"{CLEANBA}:95,330-347",
+     "concurrency: bool = True: the actor runs the next rollout while the learner updates"),
+    ("shape.on_policy", False, f"{CLEANBA}:95,330-347", "concurrency=True: off-policy data"),
+    ("runtime.queue_size", 1, f"{CLEANBA}:656-657",
+     "rollout_queues / params_queues: queue.Queue(maxsize=1) per actor thread"),
+    ("runtime.actor_device_ids", (0,), f"{CLEANBA}:89", "actor_device_ids = [0]"),
+    ("runtime.learner_device_ids", (0,), f"{CLEANBA}:91", "learner_device_ids = [0]"),
+    ("runtime.stop_at_return", None, f"{CLEANBA}:676,726-727",
+     "trains until num_updates, no early stop"),
+    ("env.name", "Breakout-v5", f"{CLEANBA}:58", 'env_id: str = "Breakout-v5"'),
     ("env.episodic_life", False, f"{CLEANBA}:124", "episodic_life=False"),
     ("env.repeat_action_probability", 0.25, f"{CLEANBA}:125", "repeat_action_probability=0.25"),
     ("env.noop_max", 1, f"{CLEANBA}:126", "noop_max=1"),
     ("env.full_action_space", True, f"{CLEANBA}:127", "full_action_space=True"),
+    ("env.max_episode_steps", 0, f"{CLEANBA}:113-115,128",
+     "max_episode_steps=ATARI_MAX_FRAMES = int(108000 / 4) = 27000 agent steps; 0 here = "
+     "EnvPool's default, 27000 (test_envpool_default_episode_limit_is_cleanbas)"),
+    ("env.frame_skip", 4, f"{CLEANBA}:120-131; {ENVPOOL}:53", "not set: EnvPool's frame_skip 4"),
+    ("env.stack_num", 4, f"{CLEANBA}:120-131; {ENVPOOL}:53", "not set: EnvPool's stack_num 4"),
+    ("env.img_size", 84, f"{CLEANBA}:120-131; {ENVPOOL}:56",
+     "not set: EnvPool's img_height 84, img_width 84"),
+    ("env.options", {}, f"{CLEANBA}:120-131",
+     "no other envpool.make argument (EnvPool's gray_scale, use_fire_reset, ... as ours)"),
     ("network.torso", "impala_resnet", f"{CLEANBA}:192-233", "ConvSequence x 3 + Dense 256"),
     ("network.resnet_channels", (16, 32, 32), f"{CLEANBA}:84", "channels: [16, 32, 32]"),
+    ("network.torso_kwargs", {}, f"{CLEANBA}:86,229-231",
+     "hiddens: [256]: ImpalaResNet's own hidden=256 (checked below), not overridden"),
     ("network.torso_init", "reference", f"{CLEANBA}:199-230",
      "flax's default convs; Dense(256, kernel_init=orthogonal(sqrt 2), bias 0)"),
     ("network.shared_torso", True, f"{CLEANBA}:236-246", "actor and critic on one network"),
+    ("network.lstm_size", 0, f"{CLEANBA}:217-232", "feed-forward: no recurrent core"),
 ]
-# Differences, each said in agents/impala/config.py and docs/results.md: our loss is a
-# per-sample mean where cleanba sums over each minibatch (cleanba 557-567), so its clip 40 and
-# RMSProp epsilon 0.01 (outside the root, cleanba 82, 174-186, 536) become 40/n and
-# (0.01/n)^2 inside optax's root; a time-limit truncation bootstraps here (cleanba 570:
-# discounts = (1 - dones) * gamma, its dones merge both); cleanba masks each episode's first
-# step (571), we mask EnvPool's reset step.
-DIFFERENCES_CLEANBA = {"agent.max_grad_norm": 40.0 / 640, "agent.rmsprop_eps": (0.01 / 640) ** 2,
-                       "agent.bootstrap_truncation": True}
-
+# What cleanba sets that is no config field here, and is the same: one optimiser step per
+# minibatch (gradient_accumulation_steps: int = 1, 76, 539); RMSProp without momentum and with
+# nu starting at 0 (174-188: momentum=None, initial_scale=0; optax.rmsprop's defaults); the
+# heads orthogonal 0.01 / 1.0 (238, 246; networks/heads.py, actor_critic.py).
+# Differences, each said in agents/impala/config.py and docs/results.md, with the resolved
+# value (the rule of agents/impala/config.py for 640 samples per gradient step):
+# (field, our resolved value, source line, what the reference does there, why ours differs)
+DIFFERENCES_CLEANBA = [
+    ("agent.max_grad_norm", 40.0 / 640, f"{CLEANBA}:82,534,557-567,591",
+     "max_grad_norm: float = 40.0 on a loss summed over each 640-sample minibatch",
+     "our loss is a per-sample mean, its gradients 640x smaller: the same clip is 40/640"),
+    ("agent.rmsprop_eps", (0.01 / 640) ** 2, f"{CLEANBA}:168,536,557-567,591",
+     "eps=0.01 outside the root (g / (sqrt(nu) + eps)), on the summed loss",
+     "the per-sample mean (/640) and optax's eps inside the root (squared)"),
+    ("agent.bootstrap_truncation", True, f"{CLEANBA}:122,352,375,570",
+     "discounts = (1 - dones) * gamma; dones: EnvPool's env_type='gym' done, time limit included",
+     "a time-limit truncation bootstraps from V(final obs), the correct target (Pardo et al. "
+     "2018); agent.bootstrap_truncation=False gives cleanba's"),
+]
+# By design, not settings: cleanba masks each episode's first step (382, 571), we mask EnvPool's
+# reset step; cleanba's actor waits for each new parameter version (330-347, 658, 699-702:
+# exactly one update behind after the first rollout), ours takes the newest at each rollout
+# start without waiting
+# (sebulba/actor.py: one update behind, at times two; docs/ppo.md); cleanba's
+# avg_episodic_return is a mean over one actor thread's envs of each env's latest game (385-388,
+# 398, 425), ours over the last 100 games (docs/results.md states which statistic each figure
+# is).
+BY_DESIGN_CLEANBA = ("reset steps masked", "policy lag 1-2, not exactly 1", "100-game statistic")
+# Fields of the IMPALA default that are how the runtime runs, or not read by this config (and
+# why): neither a reference setting nor a difference.
+_RUNTIME_ONLY_CLEANBA = {
+    "agent.adam_eps": "optimizer='rmsprop': not read",
+    "agent.obs_clip": "obs_norm=False: nothing to clip",
+    "env.num_threads": "EnvPool worker threads, speed only (cleanba passes none, 120-131)",
+    "network.mlp_hidden_sizes": "torso='impala_resnet': not read",
+    "network.continuous_bounds": "Box actions only; Atari's are Discrete",
+    "network.state_dependent_std": "Box actions only",
+    "network.init_log_std": "Box actions only",
+    "runtime.seed": "a run's choice (cleanba's default seed: 1, line 38)",
+    "runtime.num_actor_threads": "the layout that carries num_envs, speed only (issue 29); "
+                                 "cleanba's 2 threads x 64 envs (64, 66) are the num_envs row",
+    "runtime.actor_overlap": "half-pools stepped in turn, speed only",
+    "runtime.stall_warning_s": "a warning", "runtime.join_timeout_s": "shutdown",
+    "runtime.max_nonfinite_updates": "a guard: acts only on a non-finite update",
+    "runtime.restart_envs_on_error": "recovery from a failing env pool (off)",
+    "runtime.max_env_restarts": "recovery from a failing env pool",
+    "runtime.compilation_cache_dir": "JAX's compile cache",
+}
 
 PPO_MINATAR_PUREJAXRL = [
     ("runtime.num_envs", 64, f"{PUREJAXRL}:333", '"NUM_ENVS": 64'),
@@ -186,13 +266,46 @@ def test_the_setting_is_the_references(tmp_path, module, variant, field, ours, s
     assert _value(_read(module, variant, tmp_path), field) == ours, (source, theirs)
 
 
+def _impala_sections(tmp_path) -> dict:
+    """The IMPALA Atari default's sections, its agent resolved (clip and epsilon set)."""
+    s = _read(impala_atari, "default", tmp_path)
+    return {"agent": s.agent.resolve(samples_per_step(s.agent, s.shape)), "env": s.env,
+            "network": s.network, "runtime": s.runtime}
+
+
 def test_impala_atari_defaults_differences_are_the_stated_ones(tmp_path):
     s = _read(impala_atari, "default", tmp_path)
-    resolved = s.agent.resolve(samples_per_step(s.agent, s.shape))
     assert samples_per_step(s.agent, s.shape) == 640  # cleanba's minibatch: 32 envs x 20
-    for field, value in DIFFERENCES_CLEANBA.items():
-        name = field.split(".")[1]
-        assert getattr(resolved, name) == pytest.approx(value), field
+    sections = _impala_sections(tmp_path)
+    for field, value, source, theirs, why in DIFFERENCES_CLEANBA:
+        section, name = field.split(".")
+        assert getattr(sections[section], name) == pytest.approx(value), (field, source, why)
+
+
+def test_every_impala_field_is_listed_a_difference_or_runtime_only(tmp_path):
+    """No field of the IMPALA Atari default's resolved config escapes: each agent, env,
+    network and runtime field is checked against cleanba's line above, is a stated difference,
+    or is how the runtime runs (with its reason); and no entry names a field that is not."""
+    sections = _impala_sections(tmp_path)
+    listed = {f for f, *_ in IMPALA_CLEANBA if not f.startswith("shape.")}
+    differences = {f for f, *_ in DIFFERENCES_CLEANBA}
+    runtime_only = set(_RUNTIME_ONLY_CLEANBA)
+    assert not (listed & differences or listed & runtime_only or differences & runtime_only)
+    fields = {f"{section}.{f.name}" for section, cfg in sections.items()
+              for f in dataclasses.fields(cfg)}
+    assert fields - listed - differences - runtime_only == set()
+    assert (listed | differences | runtime_only) - fields == set()
+    # cleanba's hiddens [256] (86): the ResNet's dense layer, which no config field sets.
+    assert torsos.ImpalaResNet.hidden == 256
+
+
+def test_envpool_default_episode_limit_is_cleanbas():
+    """env.max_episode_steps=0 leaves EnvPool's default: 27000 agent steps in the EnvPool
+    requirements.txt pins (1.2.5; envpool/atari/registration.py since 0.8.2), cleanba's
+    ATARI_MAX_FRAMES (cleanba_impala.py 113-115, 128; its EnvPool 0.8.1 defaulted to 108000,
+    hence cleanba set it). cleanrl's row leaves the same default."""
+    import envpool
+    assert envpool.make_spec("Breakout-v5").config.max_episode_steps == 27000
 
 
 _NOT_SETTINGS = {  # how the runtime runs, not what it computes
