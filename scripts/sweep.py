@@ -31,7 +31,6 @@ listed under the table (a population paused by SIGTERM: resume it with --config.
 from __future__ import annotations
 
 import argparse
-import csv
 import importlib.util
 import itertools
 import json
@@ -47,8 +46,10 @@ from dataclasses import dataclass
 
 if __package__:  # imported as scripts.sweep (the tests)
     from . import _runs
+    from ._final_scores import final_value, finished, table, write_csv
 else:  # run as `python scripts/sweep.py`: scripts/ is sys.path[0]
     import _runs
+    from _final_scores import final_value, finished, table, write_csv
 
 
 class SweepError(ValueError):
@@ -182,13 +183,6 @@ def has_checkpoint(run_dir: str) -> bool:
         n.isdigit() and os.path.isdir(os.path.join(ckpt, n, "meta")) for n in os.listdir(ckpt))
 
 
-def finished(run_dir: str) -> bool:
-    """summary.json exists and no signal stopped the run early (Ctrl-C and SIGTERM also write
-    one, with `stopped_by` set: those runs resume)."""
-    summary = _runs.read_json(os.path.join(run_dir, "summary.json"))
-    return summary is not None and not summary.get("stopped_by")
-
-
 def prepare(args, run: Run) -> list[str] | None:
     """The command for an unfinished run, after clearing a stale one; None when finished."""
     if finished(run.run_dir):
@@ -250,7 +244,7 @@ def execute(args, todo: list[tuple[Run, list[str]]]) -> tuple[int, int]:
                 log = os.path.join(run.run_dir, "train.log")
                 if proc.returncode == 0 and os.path.exists(
                         os.path.join(run.run_dir, "summary.json")):
-                    value = _final(run.run_dir, args.metric)
+                    value = final_value(run.run_dir, args.metric)
                     print(f"[done {done}/{len(todo)}] {run.label} seed={run.seed}: "
                           f"{args.metric} {value:.2f} ({time.time() - start:.0f}s)", flush=True)
                 else:
@@ -272,34 +266,6 @@ def execute(args, todo: list[tuple[Run, list[str]]]) -> tuple[int, int]:
         if main_thread:
             signal.signal(signal.SIGTERM, old)
     return launched, failed
-
-
-def _final(run_dir: str, metric: str) -> float:
-    summary = _runs.read_json(os.path.join(run_dir, "summary.json")) or {}
-    return float(summary.get(metric, float("nan")))
-
-
-def table(runs: list[Run], metric: str, seeds: int | None = None) -> tuple[str, list[dict]]:
-    """Markdown table of the final metric per setting over its finished seeds, and its rows.
-    `seeds`: the runs each setting should have (the sweep's --seeds); None: the runs given."""
-    rows = []
-    for label in dict.fromkeys(r.label for r in runs):  # settings in grid order
-        mine = [r for r in runs if r.label == label]
-        values = [_final(r.run_dir, metric) for r in mine if finished(r.run_dir)]
-        values = [v for v in values if v == v]  # a run with no finished episode has no return
-        ci, iqm = _runs.t_interval(values), _runs.iqm(values)
-        rows.append({"setting": label, "seeds": len(values), "of": seeds or len(mine),
-                     "mean": sum(values) / len(values) if values else None,
-                     "ci_low": ci[0] if ci else None, "ci_high": ci[1] if ci else None,
-                     "iqm": iqm, "values": values})
-    f = lambda v: "-" if v is None else f"{v:.2f}"  # noqa: E731
-    lines = [f"| setting | seeds | {metric} mean | 95% CI (t) | IQM | per seed |",
-             "|---|---:|---:|---:|---:|---|"]
-    for r in rows:
-        ci = f"[{f(r['ci_low'])}, {f(r['ci_high'])}]" if r["ci_low"] is not None else "-"
-        lines.append(f"| {r['setting']} | {r['seeds']}/{r['of']} | {f(r['mean'])} | {ci} | "
-                     f"{f(r['iqm'])} | {', '.join(f'{v:.2f}' for v in r['values'])} |")
-    return "\n".join(lines), rows
 
 
 def table_main(argv: list[str]) -> list[dict]:
@@ -330,17 +296,6 @@ def table_main(argv: list[str]) -> list[dict]:
     if args.csv:
         write_csv(args.csv, rows)
     return rows
-
-
-def write_csv(path: str, rows: list[dict]) -> None:
-    with open(path, "w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow(["setting", "seeds", "mean", "ci_low", "ci_high", "iqm", "values"])
-        for r in rows:
-            w.writerow([r["setting"], r["seeds"]] +
-                       ["" if r[k] is None else f"{r[k]:.6g}"
-                        for k in ("mean", "ci_low", "ci_high", "iqm")] +
-                       [" ".join(f"{v:.6g}" for v in r["values"])])
 
 
 def check_spec(args) -> None:
