@@ -73,7 +73,8 @@ def make_learn_step(network: nn.Module, cfg: ImpalaConfig, optimizer, lr_schedul
         minibatches.require_divisible(cfg.num_minibatches, rollout.valid.shape[1])
         params, opt_state, steps = state.params, state.opt_state, []
         # A Python loop, not lax.scan: M is small, and XLA:CPU runs convolutions inside scan
-        # ~25x slower (docs/ppo.md "Loop form and the CPU trap"; jax-ml/jax#12868). Minibatch i: this device's env columns i, i+M, ...
+        # ~25x slower (docs/ppo.md "Loop form and the CPU trap"; jax-ml/jax#12868).
+        # Minibatch i: this device's env columns i, i+M, ...
         for i in range(cfg.num_minibatches):
             minibatch = jax.tree.map(lambda x: x[:, i::cfg.num_minibatches], rollout)
             params, opt_state, metrics = sgd_step(params, opt_state, minibatch, axis_name)

@@ -54,7 +54,7 @@ class PPOConfig:
     adam_eps: float = 1e-5           # [R] Adam eps=1e-5, [B]
     max_grad_norm: float = 0.5       # global-norm clipping; 0 disables; [R], [B]
     loop: str = "scan"               # epoch/minibatch loop: "scan" (lax.scan, compiles once) or
-                                     # "unroll" (Python loop; fast convs on XLA:CPU, see docs/ppo.md)
+                                     # "unroll" (Python loop; fast convs on XLA:CPU: docs/ppo.md)
     value_norm: bool = False         # learn values of normalised returns (running mean/std)
     value_norm_decay: float = 0.99   # per-update EMA decay of the return statistics
     obs_norm: bool = False           # normalise observations by running mean/std (learner stats)

@@ -26,9 +26,10 @@ Variants:
 - debug: 4 envs x 8 steps, 256 steps in all (smoke tests).
 
 Hyperparameters of both (purejaxrl's notebook; its `done` merges termination and the time limit,
-so `:purejaxrl` has `bootstrap_truncation=False`; the other variants keep the default, True): 64 envs x 128 steps per update, 4 epochs of 8 minibatches of
-1024 shuffled single steps, Adam lr 5e-3 decayed linearly to 0 over the run (eps 1e-5), global
-gradient norm clipped at 0.5, gamma 0.99, GAE lambda 0.95, clip 0.2 (policy and value), value
+so `:purejaxrl` has `bootstrap_truncation=False`; the other variants keep the default, True):
+64 envs x 128 steps per update, 4 epochs of 8 minibatches of 1024 shuffled single steps, Adam
+lr 5e-3 decayed linearly to 0 over the run (eps 1e-5), global gradient norm clipped at 0.5,
+gamma 0.99, GAE lambda 0.95, clip 0.2 (policy and value), value
 cost 0.5, entropy cost 0.01, advantages normalised per minibatch, rewards unclipped, 10M steps.
 """
 import ml_collections
