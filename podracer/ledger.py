@@ -23,7 +23,9 @@ PyTree = Any
 class UpdateHook(Protocol):
     """An `on_update` hook that says in advance at which updates it acts (the periodic
     evaluator): a loop that fuses updates ends a call there. A plain callable
-    `on_update(update, env_steps, state)` runs after every update whose state the loop holds."""
+    `on_update(update, env_steps, state)` runs after every update whose state the loop holds.
+    Either may also have `final(update, env_steps, state)`, run after it at the session's last
+    update (its planned end, or the update that reached `stop_at_return`)."""
 
     def __call__(self, update: int, env_steps: int, state: PyTree) -> None: ...
 
@@ -82,6 +84,9 @@ class Ledger:
                 Progress(state, env_steps, update, self.episodes.state_dict()))
         if self.on_update is not None:
             self.on_update(update, env_steps, state)
+            final = getattr(self.on_update, "final", None)  # see UpdateHook
+            if final is not None and (update >= self.end_update or self.target_reached):
+                final(update, env_steps, state)
 
     def _warn_or_stop(self, update: int, env_steps: int, scalars: dict[str, float]) -> None:
         bad = sorted(k for k, v in scalars.items() if not np.isfinite(v)) or ["learner state"]

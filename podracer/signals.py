@@ -57,6 +57,7 @@ class StopOnSignal(contextlib.AbstractContextManager):
 
     def __enter__(self):
         if threading.current_thread() is threading.main_thread():
+            _ACTIVE.append(self)
             for sig in (signal.SIGINT, signal.SIGTERM):
                 self._old[sig] = signal.signal(sig, self._handle)
             r, w = os.pipe()
@@ -113,12 +114,23 @@ class StopOnSignal(contextlib.AbstractContextManager):
             self.on_stop()
 
     def __exit__(self, *exc):
+        if self in _ACTIVE:
+            _ACTIVE.remove(self)
         for sig, old in self._old.items():
             signal.signal(sig, old)
         if self._wakeup is not None:
             signal.set_wakeup_fd(self._old_fd)
             os.close(self._wakeup[1])  # ends the watcher
         return False
+
+
+_ACTIVE: list[StopOnSignal] = []  # the handlers in place now (main thread, innermost last)
+
+
+def urgent() -> bool:
+    """Whether a second signal has come while a loop handles signals: what the loop waits for
+    at its end (the evaluation in flight) should stop being waited for."""
+    return any(s.urgent.is_set() for s in list(_ACTIVE))
 
 
 def wait_ready(tree: Any, urgent: threading.Event) -> Any:

@@ -17,7 +17,8 @@ from podracer.validation import ConfigError
 
 class EvalHook:
     """The run's `on_update`: triggers the evaluator (and then the caller's own hook, if any).
-    It says when it is due (podracer.ledger.UpdateHook), so a fused Anakin call ends there."""
+    It says when it is due (podracer.ledger.UpdateHook), so a fused Anakin call ends there, and
+    hands the evaluator the policy of the run's last update (`final`)."""
 
     def __init__(self, evaluator: PeriodicEvaluator, then=None) -> None:
         self.evaluator, self.then = evaluator, then
@@ -30,13 +31,17 @@ class EvalHook:
         if self.then is not None:
             self.then(update, env_steps, state)
 
+    def final(self, update: int, env_steps: int, state) -> None:
+        self.evaluator.final(update, env_steps, state)
+
 
 def with_evaluation(sections: Sections, network, agent: Agent, started: Started, logger,
                     on_update=None) -> tuple[EvalHook, PeriodicEvaluator]:
-    """Starts the background evaluator; returns the hook that triggers it and the evaluator.
-    Call it before training starts: an `eval_policy` that cannot play `agent` (greedy play of
-    `network`, the one the config describes, for an agent with its own network and no
-    `greedy_step`) is a ConfigError here, not a warning at the first evaluation."""
+    """Starts the background evaluator (its game loop compiles beside the training's); returns
+    the hook that triggers it and the evaluator. Call it before training starts: an
+    `eval_policy` that cannot play `agent` (greedy play of `network`, the one the config
+    describes, for an agent with its own network and no `greedy_step`) is a ConfigError here,
+    not a warning at the first evaluation."""
     run = sections.run
     ap = jax.eval_shape(lambda key: agent.actor_params(agent.init(key, started.example_obs)),
                         jax.random.key(0))
@@ -47,6 +52,9 @@ def with_evaluation(sections: Sections, network, agent: Agent, started: Started,
     evaluator = PeriodicEvaluator(play=started.play_for(player, run),
                                   actor_params=agent.actor_params, logger=logger,
                                   every_updates=run.eval_every_updates,
-                                  episodes=run.eval_episodes)
+                                  episodes=run.eval_episodes, wait_s=run.eval_wait_s)
+    # The initial policy, made in the warm-up thread: it only gives the compile its shapes.
+    evaluator.warm_up(lambda: agent.actor_params(agent.init(jax.random.key(0),
+                                                            started.example_obs)))
     logger.on_close(evaluator.close)
     return EvalHook(evaluator, on_update), evaluator

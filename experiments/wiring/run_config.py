@@ -30,6 +30,8 @@ class RunConfig:
     eval_episodes: int = 10            # games per evaluation (true scores, no episodic life)
     eval_num_envs: int = 8             # parallel envs of an evaluation
     eval_policy: str = "greedy"        # greedy (the distribution's mode) | sample
+    eval_wait_s: float = 120.0         # at the run's end, seconds to wait in all for the
+                                       # evaluation in flight and the final policy's
     console_every_s: float = 10.0      # seconds between console progress lines
 
     def __post_init__(self) -> None:
@@ -39,7 +41,7 @@ class RunConfig:
             if getattr(self, name) < 0:
                 raise ValueError(f"{name}={getattr(self, name)!r} must be a non-negative "
                                  f"integer.")
-        for name in ("console_every_s", "checkpoint_every_minutes"):
+        for name in ("console_every_s", "checkpoint_every_minutes", "eval_wait_s"):
             value = getattr(self, name)
             if not value >= 0 or value == float("inf"):
                 raise ValueError(f"{name}={value!r} must be a non-negative number.")

@@ -35,14 +35,33 @@ def test_ppo_solves_gymnax_cartpole_within_a_step_budget(tmp_path):
     assert summary["runtime"] == "anakin" and summary["env_steps"] == result.env_steps
 
 
+def test_periodic_evaluations_and_the_final_one_are_logged(tmp_path):
+    """The run a new user tried: 48 updates of gymnax CartPole with eval_every_updates=10 used
+    to log no evaluation (the first one was still compiling when the run ended, ~1 s after the
+    first update). Compiled from scratch (no persistent cache) as on a first launch."""
+    result = train.run(_config(tmp_path, total_env_steps=100_000, eval_every_updates=10,
+                               compilation_cache_dir="", checkpoint_keep=0))
+    assert result.updates == 48
+    evals = [r for r in read_metrics(tmp_path / "run") if "eval/return_mean" in r]
+    updates = [r["eval/update"] for r in evals]
+    # 20, 30 or 40 may be skipped (the one before still playing); 10 and the final are kept.
+    assert updates[0] == 10 and updates[-1] == 48 and set(updates) <= {10, 20, 30, 40, 48}
+    for r in evals:
+        assert r["step"] == r["eval/update"] * 2048 and r["eval/episodes"] == 10
+        assert r["eval/return_mean"] == pytest.approx(r["eval/length_mean"])
+    summary = json.load(open(tmp_path / "run" / "summary.json"))
+    assert summary["eval/update"] == 48
+
+
 def test_checkpoint_and_resume_continue_the_run(tmp_path):
     small = dict(num_envs=8, unroll_length=16, **{"agent.num_minibatches": 2},
                  checkpoint_every_updates=1, checkpoint_keep=2)
     first = train.run(_config(tmp_path, total_env_steps=256, eval_every_updates=1,
                               eval_episodes=4, eval_num_envs=2, **small))
     assert first.updates == 2 and first.checkpoint.endswith("/2")
-    # (eval_every_updates wires Sebulba's background evaluator in; a run this short ends before
-    # an evaluation finishes, so its games are checked in test_envs.py.)
+    # Evaluations at updates 1 and 2 (the final one), each waited for at the end.
+    assert [r["eval/update"] for r in read_metrics(tmp_path / "run")
+            if "eval/return_mean" in r] == [1, 2]
     resumed = train.run(_config(tmp_path, total_env_steps=512, resume=str(tmp_path / "run"),
                                 **small))
     assert resumed.updates == 4 and resumed.env_steps == 512
