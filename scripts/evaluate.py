@@ -2,6 +2,8 @@
 
     python scripts/evaluate.py runs/impala-Breakout-v5-s0-20250101-120000 --episodes 100
     python scripts/evaluate.py runs/.../checkpoints/4880 --policy sample --noop_max 1
+    python scripts/evaluate.py runs/ppo-gymnax:CartPole-v1-s0-20250101-120000 --member 2
+    python scripts/evaluate.py runs/ppo-gymnax:CartPole-v1-s0-.../members/02-s2
 
 The agent is rebuilt from the config saved in the checkpoint, the way every run builds it
 (`experiments.wiring.build_from_config`: the config's `agent_name`, or the checkpoint's
@@ -18,6 +20,14 @@ episodes, so short games are not over-represented. Prints mean/median/std/min/ma
 JSON (default `<run_dir>/eval/update<N>-<policy>.json`). A user error (no checkpoint at the path,
 a damaged one, a bad --import, a policy the agent cannot play) prints one line and exits with
 status 2; `--verbose` shows its traceback. See docs/checkpoints.md.
+
+Runs of either runtime: an EnvPool or registered env, or a JAX-native env (`gymnax:<id>`, the
+suites of anakin/, one registered with anakin.envs.register_env) stepped from the host with the
+run's `env.options`, playing the same games as Anakin's own evaluation. A population
+checkpoint (`num_seeds`, `vary`: every leaf has a member axis) needs a member: `--member I`, or
+the member's own run dir (`<run_dir>/members/<name>`) as the path; the player then acts with
+that member's parameters and observation statistics. Without one, the error lists the members
+and their settings.
 """
 from __future__ import annotations
 
@@ -37,7 +47,7 @@ from agents import evaluation as players  # the evaluation players (greedy, samp
 from experiments import wiring
 from podracer import checkpoint
 from experiments.wiring import command_line
-from sebulba import envs
+from experiments.wiring import members as population
 # The game loop and its settings are shared with in-training evaluation.
 from podracer.evaluation import EVAL_SEED, summarize
 from sebulba.evaluation import eval_env_config, play
@@ -53,9 +63,10 @@ class Policy:
 
     checkpoint: str
     meta: dict
-    config: Any  # the run's ml_collections ConfigDict, as saved
+    config: Any  # the run's ml_collections ConfigDict, as saved (a member's, for a member)
     sections: wiring.Sections  # the same, read and checked
     new_actor: Callable[[int], players.EvalActor]
+    member: population.Member | None = None  # the member played, for a population checkpoint
 
 
 def read_sections(config, meta: dict) -> wiring.Sections:
@@ -80,38 +91,111 @@ def read_sections(config, meta: dict) -> wiring.Sections:
     return wiring.read(config, agent=agent, devices=False, env_id=False)
 
 
-def load_agent_state(ckpt: str, sections: wiring.Sections, obs, action_space):
+def load_agent_state(ckpt: str, sections: wiring.Sections, obs, action_space,
+                     member: int | None = None, size: int = 1):
     """(network, agent, learner state): the run's agent rebuilt from its config by the wiring,
-    with the checkpoint's state restored into it (a ValueError names what does not fit)."""
+    with the checkpoint's state restored into it (a ValueError names what does not fit).
+    `member`: a population checkpoint of `size` members (each leaf with the member axis
+    first), of which that member's state is taken."""
     _, network, agent = wiring.build_from_config(sections, action_space)
     template = jax.eval_shape(agent.init, jax.random.key(0), obs)
+    if member is not None:
+        template = jax.tree.map(
+            lambda s: jax.ShapeDtypeStruct((size,) + s.shape, s.dtype), template)
     state = checkpoint.restore(ckpt, template).learner_state
+    if member is not None:
+        state = jax.tree.map(lambda x: x[member], state)
     return network, agent, state
 
 
-def load_policy(path: str, greedy: bool = True, imports: Sequence[str] = ()) -> Policy:
-    """Rebuilds the run's agent from the checkpoint's config and restores its learner state.
+def member_path(path: str) -> tuple[str, str | None]:
+    """(the path to restore from, the member's dir name or None): a member's run dir
+    `<run_dir>/members/<name>` (it has no checkpoints: the population's are in the run dir)
+    names the run dir and that member."""
+    full = os.path.abspath(os.path.expanduser(path))
+    parent = os.path.dirname(full)
+    if (os.path.basename(parent) == "members" and os.path.isdir(full)
+            and not os.path.isdir(os.path.join(full, "checkpoints"))):
+        return os.path.dirname(parent), os.path.basename(full)
+    return path, None
+
+
+def pick_member(config, member: int | None, member_dir: str | None
+                ) -> tuple[Any, population.Member | None, int]:
+    """(the config to build the player from, the member or None, the population's size) for
+    `--member` / a member's dir; a ValueError that lists the members when none or a wrong one
+    is asked of a population, or names the flag when a single run is asked for one."""
+    found = population.saved_members(config)
+    if found is None:
+        if member is not None or member_dir is not None:
+            asked = f"--member {member}" if member is not None else f"members/{member_dir}"
+            raise ValueError(f"{asked}: this checkpoint holds one agent, not a population "
+                             f"(num_seeds 1, no vary); drop it.")
+        return config, None, 1
+    listing = f"members: {population.describe(found)}"
+    if member_dir is not None:
+        by_name = {m.name: m for m in found}
+        if member_dir not in by_name or (member is not None and member != by_name[member_dir]
+                                         .index):
+            raise ValueError(f"members/{member_dir} is not a member of this population"
+                             f"{f' or not member {member}' if member is not None else ''}; "
+                             f"{listing}.")
+        member = by_name[member_dir].index
+    if member is None:
+        raise ValueError(f"this checkpoint holds a population of {len(found)} members "
+                         f"(num_seeds, vary): pick one with --member I (or pass its run dir "
+                         f"<run_dir>/members/<name>); {listing}.")
+    if not 0 <= member < len(found):
+        raise ValueError(f"--member {member} is out of range: {listing}.")
+    chosen = found[member]
+    return population.member_config(config, chosen), chosen, len(found)
+
+
+def eval_envs(sections: wiring.Sections, noop_max: int | None = None,
+              max_episode_steps: int | None = None) -> Callable[[int, int], Any]:
+    """make_env(num_envs, seed) of the run's env for evaluation (whole games), on either
+    runtime's env; `noop_max` / `max_episode_steps` override EnvPool's settings and are
+    refused (ValueError) for a JAX-native env, which has neither."""
+    env_cfg = eval_env_config(sections.env, noop_max, max_episode_steps)
+    if wiring.is_jax_env(env_cfg):
+        given = [f"--{n}" for n, v in (("noop_max", noop_max),
+                                        ("max_episode_steps", max_episode_steps))
+                 if v is not None]
+        if given:
+            raise ValueError(f"{' and '.join(given)}: EnvPool settings; {env_cfg.name!r} is a "
+                             f"JAX-native env (set its parameters with the run's env.options).")
+    return wiring.host_envs(env_cfg, whole_games=True)
+
+
+def load_policy(path: str, greedy: bool = True, imports: Sequence[str] = (),
+                member: int | None = None) -> Policy:
+    """Rebuilds the run's agent from the checkpoint's config and restores its learner state
+    (for a population checkpoint, `member`'s, or the member whose run dir `path` is).
 
     Greedy play uses the agent's own `greedy_step` (IMPALA, PPO, and agents built on them with
     their own network); for an agent without one, the network the config describes, which must
     fit its `agents.acting.ActorParams`. Sampling runs the agent's own actor_step. Both are
     checked on the env's first observation before any game. Raises ValueError naming the
-    differences if the state does not fit that agent, and agents.evaluation.EvalPolicyError (a
+    differences if the state does not fit that agent, naming the members of a population when
+    no member (or one out of range) is given, and agents.evaluation.EvalPolicyError (a
     ValueError) naming the way out if the policy cannot play it.
     """
     import_modules(imports)  # user envs, torsos, agents (registered on import)
+    path, member_dir = member_path(path)
     ckpt = checkpoint.resolve(path)
     meta = checkpoint.load_metadata(ckpt)
-    config = checkpoint.config_from_metadata(meta)
+    saved = checkpoint.config_from_metadata(meta)
+    config, chosen, size = pick_member(saved, member, member_dir)
     sections = read_sections(config, meta)
-    probe = envs.make_env(eval_env_config(sections.env), 1, EVAL_SEED)
+    probe = eval_envs(sections)(1, EVAL_SEED)
     obs = probe.reset()
     action_space = probe.action_space
     probe.close()
-    network, agent, state = load_agent_state(ckpt, sections, obs, action_space)
+    network, agent, state = load_agent_state(ckpt, sections, obs, action_space,
+                                             None if chosen is None else chosen.index, size)
     ap = jax.device_put(agent.actor_params(state))
     player = players.eval_player("greedy" if greedy else "sample", network, agent, ap, obs)
-    return Policy(ckpt, meta, config, sections, lambda n: player.actor(ap, n))
+    return Policy(ckpt, meta, config, sections, lambda n: player.actor(ap, n), chosen)
 
 
 # Loading a policy reads only what the user gave: the path, the config saved in the checkpoint,
@@ -123,14 +207,25 @@ USER_ERRORS = (ValueError, FileNotFoundError)
 
 def load_for_command(args: argparse.Namespace) -> Policy:
     """`load_policy` for the command line: a user error prints one line and exits with status
-    2 (experiments/wiring/command_line.py's convention); `--verbose` or SEBULBA_VERBOSE=1 raises it with
-    its traceback instead."""
+    2 (experiments/wiring/command_line.py's convention); `--verbose` or SEBULBA_VERBOSE=1
+    raises it with its traceback instead."""
+    return command_line_call(args, _load, args)
+
+
+def command_line_call(args: argparse.Namespace, fn: Callable, *fn_args: Any) -> Any:
+    """`fn(*fn_args)`, whose USER_ERRORS print one line and exit with status 2 (raised with
+    their traceback under --verbose or SEBULBA_VERBOSE=1)."""
     try:
-        return load_policy(args.path, greedy=args.policy == "greedy", imports=args.imports)
+        return fn(*fn_args)
     except USER_ERRORS as e:
         if args.verbose or command_line.verbose_requested():
             raise
         command_line.fail(str(e))
+
+
+def _load(args: argparse.Namespace) -> Policy:
+    return load_policy(args.path, greedy=args.policy == "greedy", imports=args.imports,
+                       member=args.member)
 
 
 def default_output(ckpt: str, meta: dict, name: str, ext: str) -> str:
@@ -142,6 +237,12 @@ def default_output(ckpt: str, meta: dict, name: str, ext: str) -> str:
 def add_import_flag(p: argparse.ArgumentParser) -> None:
     p.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
                    help=_IMPORT_HELP)
+
+
+def add_member_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--member", type=int, default=None, metavar="I",
+                   help="a population checkpoint's member to play (num_seeds, vary; or pass "
+                        "its run dir <run_dir>/members/<name> as the path)")
 
 
 def add_verbose_flag(p: argparse.ArgumentParser) -> None:
@@ -165,6 +266,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=EVAL_SEED,
                    help=f"env/sampling seed (default {EVAL_SEED}, disjoint from training)")
     p.add_argument("--output", default="", help="JSON path; default <run_dir>/eval/...")
+    add_member_flag(p)
     add_import_flag(p)
     add_verbose_flag(p)
     args = p.parse_args(argv)
@@ -180,10 +282,13 @@ def main(argv=None) -> dict:
     start = time.time()
     policy = load_for_command(args)
     env_cfg = eval_env_config(policy.sections.env, args.noop_max, args.max_episode_steps)
-    returns, lengths = play(policy.new_actor, lambda n, seed: envs.make_env(env_cfg, n, seed),
-                            args.episodes, args.num_envs, args.seed)
-    meta = policy.meta
+    make_env = command_line_call(args, eval_envs, policy.sections, args.noop_max,
+                                 args.max_episode_steps)
+    returns, lengths = play(policy.new_actor, make_env, args.episodes, args.num_envs, args.seed)
+    meta, member = policy.meta, policy.member
     report = {"checkpoint": policy.checkpoint, "experiment": meta.get("experiment"),
+              **({"member": member.index, "member_name": member.name, "seed_trained":
+                  member.seed, "settings": dict(member.settings)} if member else {}),
               "env": env_cfg.name, "updates": meta.get("updates"),
               "env_steps": meta.get("env_steps"), "policy": args.policy,
               "episodes": len(returns), "noop_max": env_cfg.noop_max,
@@ -191,7 +296,9 @@ def main(argv=None) -> dict:
               "seed": args.seed, **summarize(returns),
               "length_mean": float(np.mean(lengths)), "seconds": time.time() - start,
               "returns": returns, "lengths": lengths}
-    out = args.output or default_output(policy.checkpoint, meta, "eval", f"-{args.policy}.json")
+    tag = f"-member{member.index}" if member else ""
+    out = args.output or default_output(policy.checkpoint, meta, "eval",
+                                        f"{tag}-{args.policy}.json")
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     with open(out, "w") as f:
         json.dump(report, f, indent=2)

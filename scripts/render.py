@@ -13,6 +13,12 @@ is probed in a subprocess first and the script exits with a clear message (statu
 machine cannot render; a user error in loading the checkpoint does the same, as in evaluate.py.
 MP4 needs imageio's ffmpeg plugin (`pip install imageio-ffmpeg` or `av`); without it the video
 is written as GIF (Pillow) and the script says so.
+
+A JAX-native env (runs of `gymnax:<id>` and the other suites of anakin/) has no renderer here:
+an image observation (channels last: MinAtar's object channels, each drawn in its own colour,
+or RGB) is recorded as the frames; for any other observation (CartPole's four numbers) the
+script says in one line that it cannot draw the env and exits with status 2. Population
+checkpoints take `--member I` (or a member's run dir), as in evaluate.py.
 """
 from __future__ import annotations
 
@@ -26,6 +32,7 @@ import tempfile
 import jax
 import numpy as np
 
+from experiments import wiring
 from experiments.wiring import command_line
 from sebulba import envs
 from podracer.evaluation import EVAL_SEED
@@ -67,21 +74,56 @@ def check_can_render(env_name: str) -> None:
         sys.exit(command_line.USER_ERROR_STATUS)
 
 
-def obs_frame(obs: np.ndarray, scale: int) -> np.ndarray:
-    """The newest frame of a stacked grayscale observation [stack, H, W] as RGB, upscaled."""
-    if obs.ndim != 3:
-        raise ValueError(f"observation of shape {obs.shape} is not a stack of frames; use "
-                         f"--frames render (EnvPool's render API).")
-    frame = np.repeat(np.repeat(obs[-1], scale, axis=0), scale, axis=1)
-    return np.stack([frame] * 3, axis=-1).astype(np.uint8)
+def obs_frame(obs: np.ndarray, scale: int, channels_last: bool = False) -> np.ndarray:
+    """An observation as an RGB frame, upscaled: the newest frame of EnvPool's stacked
+    grayscale observation [stack, H, W]; with `channels_last` (JAX-native envs) an image
+    [H, W, C]: RGB as it is (floats in [0, 1] scaled to 255), other channel counts (MinAtar's
+    object channels) drawn one colour per channel, the last channel on top, black where none
+    is set."""
+    if channels_last:
+        frame = channels_frame(obs)
+    else:
+        if obs.ndim != 3:
+            raise ValueError(f"observation of shape {obs.shape} is not a stack of frames; use "
+                             f"--frames render (EnvPool's render API).")
+        frame = np.stack([obs[-1]] * 3, axis=-1).astype(np.uint8)
+    return np.repeat(np.repeat(frame, scale, axis=0), scale, axis=1)
+
+
+def is_image(obs) -> bool:
+    """Whether one env's observation is an image `obs_frame` can draw with `channels_last`."""
+    return isinstance(obs, np.ndarray) and obs.ndim == 3 and min(obs.shape[:2]) >= 4
+
+
+def channels_frame(obs: np.ndarray) -> np.ndarray:
+    """[H, W, C] -> [H, W, 3] uint8 (see obs_frame)."""
+    obs = np.asarray(obs)
+    if obs.shape[-1] == 3:
+        rgb = obs.astype(np.float64)
+        if rgb.max(initial=0.0) <= 1.0:
+            rgb = rgb * 255.0
+        return np.clip(rgb, 0, 255).astype(np.uint8)
+    from matplotlib import colormaps
+    cmap = colormaps["tab20"]
+    palette = np.array([(0, 0, 0)] + [tuple(int(255 * v) for v in cmap(i % 20)[:3])
+                                      for i in range(obs.shape[-1])], np.uint8)
+    on = obs > 0
+    top = obs.shape[-1] - np.argmax(on[..., ::-1], axis=-1)  # last set channel, 1-based
+    return palette[np.where(on.any(axis=-1), top, 0)]
 
 
 def record(policy: evaluate.Policy, env_cfg: envs.EnvConfig, episodes: int, max_frames: int,
            seed: int, frames_from: str = "render", scale: int = 4
            ) -> tuple[list[np.ndarray], list[float]]:
-    """Plays up to `episodes` games (at most `max_frames` frames); returns (frames, returns)."""
+    """Plays up to `episodes` games (at most `max_frames` frames); returns (frames, returns).
+    A JAX-native env records its observations (`frames_from` must be "obs")."""
     use_render = frames_from == "render"
-    env = envs.make_env(env_cfg, 1, seed, render_mode="rgb_array" if use_render else None)
+    jax_env = wiring.is_jax_env(env_cfg)
+    if jax_env and use_render:
+        raise ValueError(f"{env_cfg.name!r} is a JAX-native env, which has no renderer here: "
+                         f"record its observation frames (frames_from='obs').")
+    env = (wiring.host_envs(env_cfg, whole_games=True)(1, seed) if jax_env else
+           envs.make_env(env_cfg, 1, seed, render_mode="rgb_array" if use_render else None))
     key = jax.random.key(seed)
     actor = policy.new_actor(1)
     frames: list[np.ndarray] = []
@@ -96,7 +138,7 @@ def record(policy: evaluate.Policy, env_cfg: envs.EnvConfig, episodes: int, max_
             except Exception as e:  # noqa: BLE001 - fall back to observation frames
                 print(f"EnvPool render failed ({e!r}); using observation frames.", flush=True)
                 use_render = False
-        return obs_frame(obs[0], scale)
+        return obs_frame(obs[0], scale, channels_last=jax_env)
 
     try:
         obs = env.reset()
@@ -140,6 +182,26 @@ def write_video(path: str, frames: list[np.ndarray], fps: float) -> str:
     return path
 
 
+def jax_env_frames(args: argparse.Namespace, policy: evaluate.Policy) -> str:
+    """"obs" for a JAX-native env whose observation is an image (saying so when the render
+    API was asked for); otherwise one line saying the env cannot be drawn, and exit 2."""
+    name = policy.sections.env.name
+    make_env = evaluate.command_line_call(args, evaluate.eval_envs, policy.sections,
+                                          args.noop_max)
+    probe = make_env(1, args.seed)
+    obs = jax.tree.map(lambda x: x[0], probe.reset())
+    probe.close()
+    if not is_image(obs):
+        shape = obs.shape if isinstance(obs, np.ndarray) else jax.tree.map(np.shape, obs)
+        command_line.fail(f"cannot render {name}: a JAX-native env has no renderer here, and "
+                          f"its observation of shape {shape} is not an image to record instead; "
+                          f"score its games with scripts/evaluate.py.")
+    if args.frames == "render":
+        print(f"{name}: a JAX-native env has no renderer here; recording its observation "
+              f"frames (--frames obs).", flush=True)
+    return "obs"
+
+
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -156,6 +218,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--fps", type=float, default=30.0, help="frames per second (default 30)")
     p.add_argument("--noop_max", type=int, default=None, help="default: the run's")
     p.add_argument("--seed", type=int, default=EVAL_SEED)
+    evaluate.add_member_flag(p)
     evaluate.add_import_flag(p)
     evaluate.add_verbose_flag(p)
     args = p.parse_args(argv)
@@ -172,10 +235,13 @@ def main(argv=None) -> str:
     args = parse_args(argv)
     policy = evaluate.load_for_command(args)  # a user error: one line, exit 2
     env_cfg = eval_env_config(policy.sections.env, args.noop_max)
-    if args.frames == "render":
+    frames_from = args.frames
+    if wiring.is_jax_env(env_cfg):
+        frames_from = jax_env_frames(args, policy)
+    elif args.frames == "render":
         check_can_render(env_cfg.name)
     frames, returns = record(policy, env_cfg, args.episodes, args.max_frames, args.seed,
-                             args.frames, args.scale)
+                             frames_from, args.scale)
     ext = ".mp4" if can_write_mp4() else ".gif"
     out = write_video(args.output or evaluate.default_output(
         policy.checkpoint, policy.meta, "videos", ext), frames, args.fps)

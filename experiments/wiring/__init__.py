@@ -21,6 +21,7 @@ import ml_collections
 from experiments.wiring.build import build_agent, build_from_config, build_network
 from experiments.wiring.run import run
 from experiments.wiring.run_config import RUNTIMES, RunConfig
+from experiments.wiring.sebulba_runtime import host_envs, is_jax_env
 from experiments.wiring.sections import DRIVERS, Sections, agent_spec, read
 from experiments.wiring.session import exit_on_lost_peer, make_run_dir
 
@@ -39,5 +40,5 @@ def cli(run_fn: Callable[[ml_collections.ConfigDict], Any], default_config: str)
 
 
 __all__ = ["DRIVERS", "RUNTIMES", "RunConfig", "Sections", "agent_spec", "build_agent",
-           "build_from_config", "build_network", "cli", "exit_on_lost_peer", "make_run_dir",
-           "read", "run"]
+           "build_from_config", "build_network", "cli", "exit_on_lost_peer", "host_envs",
+           "is_jax_env", "make_run_dir", "read", "run"]

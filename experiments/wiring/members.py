@@ -82,6 +82,23 @@ def members(seed: int, num_seeds: int, vary: list[tuple[str, tuple]]) -> list[Me
             for i, (setting, s) in enumerate(itertools.product(settings, range(num_seeds)))]
 
 
+def saved_members(config: ml_collections.ConfigDict) -> list[Member] | None:
+    """The members of a run from its saved config (a checkpoint's or config.json), or None
+    for a run of one agent (configs without the population fields included)."""
+    vary = parse_vary(config.get("vary", "") or "")
+    num_seeds = int(config.get("num_seeds", 1) or 1)
+    if num_seeds == 1 and not vary:
+        return None
+    return members(int(config.seed), num_seeds, vary)
+
+
+def describe(all_members: list[Member]) -> str:
+    """One line listing the members: `0 (seed 0, learning_rate=0.001), 1 (...)`."""
+    return ", ".join(f"{m.index} (seed {m.seed}"
+                     + "".join(f", {field}={value!r}" for field, value in m.settings) + ")"
+                     for m in all_members)
+
+
 def check_values(agent_cfg: Any, config_section: ml_collections.ConfigDict,
                  vary: list[tuple[str, tuple]]) -> None:
     """Every varied value is one the agent's config takes (its type and rules), one field at a

@@ -56,7 +56,7 @@ class SebulbaRuntime:
         return None
 
     def check_env(self, env: envs.EnvConfig, joins_a_job: bool) -> None:
-        if _is_jax_env(env):
+        if is_jax_env(env):
             if not joins_a_job:  # importing gymnax starts JAX: after a multi-host join only
                 anakin_runtime.make_env(env)
             return
@@ -76,7 +76,7 @@ class SebulbaRuntime:
         rc = sections.runtime
         compile_cache.enable(rc.compilation_cache_dir)  # before anything compiles
         topo = self.check_devices(rc)  # the run's one topology: the runner reuses it
-        base_env = make_env or _host_envs(sections.env)
+        base_env = make_env or host_envs(sections.env)
         probe = base_env(1, rc.seed)  # the one env probe of the run: action space, example obs
         action_space, example_obs = probe.action_space, probe.reset()
         probe.close()
@@ -91,7 +91,7 @@ class SebulbaRuntime:
 
         # Evaluation plays whole games: env ids get the evaluation settings; a user's env
         # factory is used as it is.
-        eval_env = make_env or _host_envs(sections.env, whole_games=True)
+        eval_env = make_env or host_envs(sections.env, whole_games=True)
 
         def play_for(player, run):
             return lambda ap, seed, should_stop: evaluation.play(
@@ -103,16 +103,17 @@ class SebulbaRuntime:
                        rc.plan(processes), (sections.layout.describe(),), train, play_for)
 
 
-def _is_jax_env(env: envs.EnvConfig) -> bool:
+def is_jax_env(env: envs.EnvConfig) -> bool:
     """A JAX-native env name that Sebulba's own registry does not claim."""
     return registry.env_maker(env.name) is None and anakin_envs.names_a_jax_env(env.name)
 
 
-def _host_envs(env: envs.EnvConfig, whole_games: bool = False):
+def host_envs(env: envs.EnvConfig, whole_games: bool = False):
     """make_env(num_envs, seed) of the run's env batches: EnvPool & co. (sebulba/envs.py), or
-    a JAX-native env stepped on the host. `whole_games`: evaluation's settings (no episodic
+    a JAX-native env stepped on the host (so scripts/evaluate.py and render.py play runs of
+    either runtime). `whole_games`: evaluation's settings (no episodic
     life); a JAX env's games are whole already."""
-    if _is_jax_env(env):
+    if is_jax_env(env):
         jax_env = anakin_runtime.make_env(env)
         return lambda n, seed: HostEnv(jax_env, n, seed)
     cfg = evaluation.eval_env_config(env) if whole_games else env
