@@ -18,6 +18,7 @@ import flax.linen as nn
 
 from networks.actor_critic import ActorCritic, RecurrentActorCritic
 from networks.distributions import BOUNDS, from_space
+from networks.encoders import parse_encoders
 from networks.torsos import BUILTIN_TORSOS, INITS, TORSOS, make_torso
 from podracer.validation import is_int, is_number
 
@@ -28,7 +29,8 @@ _SIZE_FIELDS = ("mlp_hidden_sizes", "resnet_channels")
 class NetworkConfig:
     """The actor-critic network; every field can be set as `--config.network.<field>=...`."""
 
-    torso: str = "mlp"                 # nature_cnn | impala_resnet | mlp | a registered torso
+    torso: str = "mlp"                 # nature_cnn | impala_resnet | mlp | minatar_cnn |
+                                       # multi_input (dict observations) | a registered torso
     mlp_hidden_sizes: tuple[int, ...] = (64, 64)       # used when torso == mlp
     resnet_channels: tuple[int, ...] = (16, 32, 32)   # used when torso == impala_resnet
     shared_torso: bool = True          # False: the value head gets its own torso copy
@@ -43,6 +45,12 @@ class NetworkConfig:
     # Constructor arguments of the torso, built-in or registered (networks.register_torso);
     # for mlp/impala_resnet they override the sizes above.
     torso_kwargs: dict[str, Any] = dataclasses.field(default_factory=dict)
+    # torso == multi_input (networks/encoders.py: one encoder per leaf of a dict observation):
+    # per-leaf encoders instead of the automatic ones, "KEY:TORSO,..." (e.g.
+    # "camera:impala_resnet,lidar:mlp"; "" = all automatic), and the ReLU fusion layers after
+    # the encodings' concatenation ((256,): SB3's CombinedExtractor's 256 features per image).
+    encoders: str = ""
+    fusion_sizes: tuple[int, ...] = (256,)
 
     def __post_init__(self) -> None:
         if not (isinstance(self.torso, str) and self.torso in TORSOS):
@@ -67,10 +75,22 @@ class NetworkConfig:
         if self.torso_init not in INITS:
             raise ValueError(f"torso_init={self.torso_init!r} must be one of {INITS} "
                              f"(networks/torsos.py).")
-        if self.torso_init != "reference" and self.torso not in BUILTIN_TORSOS:
+        if self.torso_init != "reference" and self.torso not in (*BUILTIN_TORSOS,
+                                                                 "multi_input"):
             raise ValueError(f"torso_init={self.torso_init!r} applies to the built-in torsos "
                              f"{sorted(BUILTIN_TORSOS)}; torso={self.torso!r} sets its own "
                              f"init (pass it in torso_kwargs if it takes one).")
+        if not isinstance(self.encoders, str):
+            raise ValueError(f"encoders={self.encoders!r} must be a string 'KEY:TORSO,...'.")
+        parse_encoders(self.encoders)  # its ValueError names the part and what is allowed
+        if self.encoders and self.torso != "multi_input":
+            raise ValueError(f"encoders={self.encoders!r} applies to torso='multi_input' (one "
+                             f"encoder per observation leaf); torso={self.torso!r}.")
+        sizes = self.fusion_sizes
+        if not (isinstance(sizes, (list, tuple)) and all(is_int(n) and n > 0 for n in sizes)):
+            raise ValueError(f"fusion_sizes={sizes!r} must be a tuple of positive integers "
+                             f"(() = the encodings concatenated, no fusion layer).")
+        object.__setattr__(self, "fusion_sizes", tuple(int(n) for n in sizes))
         kwargs = _as_dict(self.torso_kwargs)
         if kwargs is None or not all(isinstance(k, str) for k in kwargs):
             raise ValueError(f"torso_kwargs={self.torso_kwargs!r} must be a dict of the "
@@ -96,6 +116,11 @@ def build_network(cfg: NetworkConfig, action_space: Any) -> nn.Module:
         kwargs["hidden_sizes"] = tuple(cfg.mlp_hidden_sizes)
     elif cfg.torso == "impala_resnet":
         kwargs["channels"] = tuple(cfg.resnet_channels)
+    elif cfg.torso == "multi_input":
+        kwargs.update(layer_init=cfg.torso_init, encoders=parse_encoders(cfg.encoders),
+                      fusion_sizes=tuple(cfg.fusion_sizes),
+                      mlp_hidden_sizes=tuple(cfg.mlp_hidden_sizes),
+                      resnet_channels=tuple(cfg.resnet_channels))
     kwargs.update(_plain(cfg.torso_kwargs))
     dist = from_space(action_space, bounds=cfg.continuous_bounds,
                       state_dependent_std=bool(cfg.state_dependent_std),

@@ -12,6 +12,7 @@ from typing import Any
 import ml_collections
 
 import networks
+from networks import encoders
 from agents import schedules
 from experiments.wiring.sections import Sections, read
 from podracer.agent import Agent
@@ -26,6 +27,21 @@ def build_network(sections: Sections, action_space) -> Any:
         return networks.build_network(sections.network, action_space)
     except ValueError as e:
         raise ValueError(f"{sections.env.name}: {e}") from None
+
+
+def describe_torso(sections: Sections, network, example_obs) -> str | None:
+    """For a `multi_input` torso, the start-up line of which encoder each observation leaf
+    got, after tracing the torso on `example_obs` (a batch); a ConfigError names a
+    `network.encoders` key that is no leaf, or a leaf its encoder cannot take. None for other
+    torsos."""
+    if sections.network.torso != "multi_input":
+        return None
+    try:
+        lines = encoders.describe(network.torso, example_obs)
+    except ValueError as e:
+        raise ConfigError(f"network.{e}" if str(e).startswith("encoders") else
+                          f"network.torso='multi_input' on {sections.env.name}: {e}") from None
+    return "encoders: " + "; ".join(lines)
 
 
 def build_agent(sections: Sections, network, num_updates: int | None = None,
@@ -54,4 +70,5 @@ def build_from_config(config: ml_collections.ConfigDict | Sections, action_space
     return sections, network, build_agent(sections, network, num_updates)
 
 
-__all__ = ["ConfigError", "build_agent", "build_from_config", "build_network"]
+__all__ = ["ConfigError", "build_agent", "build_from_config", "build_network",
+           "describe_torso"]

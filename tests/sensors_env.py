@@ -1,0 +1,70 @@
+"""A JAX-native env whose observation is a dict of an image and a vector, and whose task needs
+both: for the multi-sensor torso's tests (tests/networks/test_encoders.py).
+
+Each step shows `{"camera": float32 [8, 8, 1], "sensors": float32 [3]}`: the camera has one lit
+pixel in its left or right half (bit a), the sensor vector's first entry is +1 or -1 (bit b),
+the others noise. The action (Discrete(4)) scores 1 when it equals 2a + b, else 0; a game is 8
+steps (truncation). Random play earns 2 per game; either sensor alone tells one bit, so at most
+4 per game (the other bit guessed); 8 needs both. `hide` ("camera" or "sensors") blanks one of
+them, to show that.
+"""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from gymnasium import spaces
+
+from anakin import envs
+
+LENGTH = 8
+NAME = "SensorsTest-v0"
+
+
+class SensorsEnv:
+    """A RawEnv (anakin/envs.py): reset / transition without auto-reset."""
+
+    def __init__(self, hide: str = "") -> None:
+        if hide not in ("", "camera", "sensors"):
+            raise ValueError(f"hide={hide!r}; allowed: '', 'camera', 'sensors'.")
+        self.hide = hide
+        self.observation_space = spaces.Dict({
+            "camera": spaces.Box(0.0, 1.0, (8, 8, 1), np.float32),
+            "sensors": spaces.Box(-3.0, 3.0, (3,), np.float32)})
+        self.action_space = spaces.Discrete(4)
+
+    def _observe(self, key):
+        k_a, k_b, k_row, k_col, k_noise = jax.random.split(key, 5)
+        a = jax.random.bernoulli(k_a).astype(jnp.int32)
+        b = jax.random.bernoulli(k_b).astype(jnp.int32)
+        row = jax.random.randint(k_row, (), 0, 8)
+        col = jax.random.randint(k_col, (), 0, 4) + 4 * a
+        camera = jnp.zeros((8, 8, 1), jnp.float32).at[row, col, 0].set(1.0)
+        sensors = jnp.concatenate([jnp.where(b == 1, 1.0, -1.0)[None],
+                                   jax.random.normal(k_noise, (2,))]).astype(jnp.float32)
+        if self.hide == "camera":
+            camera = jnp.zeros_like(camera)
+        if self.hide == "sensors":
+            sensors = jnp.zeros_like(sensors)
+        return {"camera": camera, "sensors": sensors}, 2 * a + b
+
+    def reset(self, key):
+        obs, target = self._observe(key)
+        return (jnp.int32(0), target), obs
+
+    def transition(self, key, state, action):
+        t, target = state
+        reward = (action == target).astype(jnp.float32)
+        obs, target = self._observe(key)
+        t = t + 1
+        return (t, target), obs, reward, jnp.bool_(False), t >= LENGTH
+
+
+def make(options: dict) -> SensorsEnv:
+    return SensorsEnv(**options)
+
+
+def register() -> None:
+    """Registers SensorsTest-v0 (env.options: `hide`) for Anakin (and Sebulba's host route);
+    again is no clash (the same factory)."""
+    envs.register_env(NAME, make)
