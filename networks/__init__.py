@@ -3,7 +3,7 @@
 Torsos turn observations into an embedding; `ActorCritic` adds the policy
 head (networks/heads.py, for the action distributions of networks/distributions.py) and the
 value head on top; `RecurrentActorCritic` puts an LSTM core (networks/cores.py) in between
-(docs/recurrent.md); `multi_input` gives each leaf of a dict observation its own encoder
+(docs/recurrent.md); `auto` gives each leaf of a dict observation its own encoder
 (networks/encoders.py). Pixel torsos take raw uint8 EnvPool frames and do the scaling/layout
 conversion themselves so callers never preprocess. `NetworkConfig` is the schema of an
 experiment's `config.network` section and `build_network` builds it (networks/config.py).

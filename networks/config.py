@@ -29,10 +29,12 @@ _SIZE_FIELDS = ("mlp_hidden_sizes", "resnet_channels")
 class NetworkConfig:
     """The actor-critic network; every field can be set as `--config.network.<field>=...`."""
 
-    torso: str = "mlp"                 # nature_cnn | impala_resnet | mlp | minatar_cnn |
-                                       # multi_input (dict observations) | a registered torso
-    mlp_hidden_sizes: tuple[int, ...] = (64, 64)       # used when torso == mlp
-    resnet_channels: tuple[int, ...] = (16, 32, 32)   # used when torso == impala_resnet
+    # auto: each observation leaf the encoder its shape and dtype call for (networks/
+    # encoders.py; for one array that torso itself: mlp for a vector) | nature_cnn |
+    # impala_resnet | mlp (dict leaves flattened together) | minatar_cnn | a registered torso
+    torso: str = "auto"
+    mlp_hidden_sizes: tuple[int, ...] = (64, 64)       # used when torso == mlp (or auto's)
+    resnet_channels: tuple[int, ...] = (16, 32, 32)   # used when torso == impala_resnet (...)
     shared_torso: bool = True          # False: the value head gets its own torso copy
     continuous_bounds: str = "clip"    # Box actions: "clip" (censored Gaussian) or "tanh"
     state_dependent_std: bool = False  # Box actions: False a learned log-std vector; True a head
@@ -45,7 +47,7 @@ class NetworkConfig:
     # Constructor arguments of the torso, built-in or registered (networks.register_torso);
     # for mlp/impala_resnet they override the sizes above.
     torso_kwargs: dict[str, Any] = dataclasses.field(default_factory=dict)
-    # torso == multi_input (networks/encoders.py: one encoder per leaf of a dict observation):
+    # torso == auto (networks/encoders.py: one encoder per leaf of a dict observation):
     # per-leaf encoders instead of the automatic ones, "KEY:TORSO,..." (e.g.
     # "camera:impala_resnet,lidar:mlp"; "" = all automatic), and the ReLU fusion layers after
     # the encodings' concatenation ((256,): SB3's CombinedExtractor's 256 features per image).
@@ -76,15 +78,15 @@ class NetworkConfig:
             raise ValueError(f"torso_init={self.torso_init!r} must be one of {INITS} "
                              f"(networks/torsos.py).")
         if self.torso_init != "reference" and self.torso not in (*BUILTIN_TORSOS,
-                                                                 "multi_input"):
+                                                                 "auto"):
             raise ValueError(f"torso_init={self.torso_init!r} applies to the built-in torsos "
                              f"{sorted(BUILTIN_TORSOS)}; torso={self.torso!r} sets its own "
                              f"init (pass it in torso_kwargs if it takes one).")
         if not isinstance(self.encoders, str):
             raise ValueError(f"encoders={self.encoders!r} must be a string 'KEY:TORSO,...'.")
         parse_encoders(self.encoders)  # its ValueError names the part and what is allowed
-        if self.encoders and self.torso != "multi_input":
-            raise ValueError(f"encoders={self.encoders!r} applies to torso='multi_input' (one "
+        if self.encoders and self.torso != "auto":
+            raise ValueError(f"encoders={self.encoders!r} applies to torso='auto' (one "
                              f"encoder per observation leaf); torso={self.torso!r}.")
         sizes = self.fusion_sizes
         if not (isinstance(sizes, (list, tuple)) and all(is_int(n) and n > 0 for n in sizes)):
@@ -116,7 +118,7 @@ def build_network(cfg: NetworkConfig, action_space: Any) -> nn.Module:
         kwargs["hidden_sizes"] = tuple(cfg.mlp_hidden_sizes)
     elif cfg.torso == "impala_resnet":
         kwargs["channels"] = tuple(cfg.resnet_channels)
-    elif cfg.torso == "multi_input":
+    elif cfg.torso == "auto":
         kwargs.update(layer_init=cfg.torso_init, encoders=parse_encoders(cfg.encoders),
                       fusion_sizes=tuple(cfg.fusion_sizes),
                       mlp_hidden_sizes=tuple(cfg.mlp_hidden_sizes),

@@ -1,10 +1,10 @@
 """A torso for observations of several sensors: one encoder per leaf of a dict/tuple
 observation, chosen from the leaf's shape and dtype, the encodings concatenated and fused.
 
-`--config.network.torso=multi_input` builds `MultiInput`. Each leaf (a camera image, a LiDAR
-sweep, a speed) gets an encoder by `auto_encoder` unless `network.encoders` names one for its
-key (`"camera:impala_resnet,lidar:mlp"`; keys are the leaves' paths, `/` between levels, a
-tuple's index as a number, `obs` for a plain array):
+`--config.network.torso=auto` (the default of `NetworkConfig`) builds `MultiInput`. Each leaf
+(a camera image, a LiDAR sweep, a speed) gets an encoder by `auto_encoder` unless
+`network.encoders` names one for its key (`"camera:impala_resnet,lidar:mlp"`; keys are the
+leaves' paths, `/` between levels, a tuple's index as a number, `obs` for a plain array):
 - an image (rank 3, or uint8 rank 2 as one channel; channels first when the first axis is the
   shorter, as EnvPool's frame stacks, else last, as gymnasium's) gets a CNN: the Nature CNN
   when both sides have at least 36 pixels (its first 8x8 stride-4 convolution needs them),
@@ -16,7 +16,8 @@ The encodings are concatenated and fused by `fusion_sizes` ReLU layers (256 by d
 CombinedExtractor gives each image 256 features, then its policy MLP mixes them; here the
 fusion layer is that mixing, since the heads are linear). With a single leaf there is nothing to
 fuse: the torso is that leaf's encoder, so a one-key dict trains exactly as the plain torso on
-its array (tests/networks/test_encoders.py). Observation normalisation, where on, happens
+its array, and an observation that is one array gets that torso itself, parameters, names and
+initial values alike (`auto` on CartPole is `mlp`; tests/networks/test_encoders.py). Observation normalisation, where on, happens
 before the torso, leaf by leaf, as for any torso.
 
 A uint8 image reaches every built-in encoder in [0, 1] (the Nature CNN and IMPALA ResNet divide
@@ -57,8 +58,8 @@ def parse_encoders(text: str) -> tuple[tuple[str, str], ...]:
                              f"leaves, '/' between levels).")
         if key in (k for k, _ in out):
             raise ValueError(f"encoders={text!r}: the key {key!r} is given twice.")
-        if torso == "multi_input":
-            raise ValueError(f"encoders={text!r}: {key}:{torso}: multi_input encodes a whole "
+        if torso == "auto":
+            raise ValueError(f"encoders={text!r}: {key}:{torso}: auto encodes a whole "
                              f"observation, not one leaf.")
         if torso not in TORSOS:
             raise ValueError(f"encoders={text!r}: {key}:{torso}: {TORSOS.unknown(torso)}")
@@ -134,7 +135,8 @@ class MultiInput(nn.Module):
                              f"name {clash[0]!r} twice (or a fusion layer's): rename a key.")
         return [(k, overrides.get(k) or auto_encoder(s, d), s, d) for k, s, d in rows]
 
-    def _encoder(self, key: str, torso: str, shape: tuple[int, ...], dtype) -> nn.Module:
+    def _encoder(self, key: str, torso: str, shape: tuple[int, ...], dtype, plain: bool
+                 ) -> nn.Module:
         kwargs: dict[str, Any] = {}
         if torso in IMAGE_TORSOS:
             image = image_layout(shape, dtype)
@@ -153,6 +155,9 @@ class MultiInput(nn.Module):
         if torso in ("mlp", "nature_cnn", "minatar_cnn", "impala_resnet"):
             kwargs["layer_init"] = self.layer_init
         module = make_torso(torso, **kwargs)
+        if plain:  # one array: this torso is its encoder, parameters and all
+            nn.share_scope(self, module)
+            return module
         # Named by its key: params["torso"]["camera"], not an order-dependent "NatureCNN_0".
         return module.clone(parent=self, name=_param_name(key))
 
@@ -161,6 +166,7 @@ class MultiInput(nn.Module):
         if self.layer_init not in INITS:
             raise ValueError(f"layer_init={self.layer_init!r}; allowed: {INITS}.")
         leaves = jax.tree.leaves(obs)
+        plain = is_plain(obs)
         outs = []
         for (key, torso, shape, dtype), x in zip(self.choices(obs), leaves):
             image = image_layout(shape, dtype) is not None
@@ -168,13 +174,18 @@ class MultiInput(nn.Module):
                 x = x[..., None]  # a uint8 [H, W] image: one channel, last
             if image and np.dtype(dtype) == np.uint8 and torso in _UNSCALED:
                 x = jnp.asarray(x, jnp.float32) / 255.0  # pixels reach every encoder in [0, 1]
-            outs.append(self._encoder(key, torso, shape, dtype)(x))
+            outs.append(self._encoder(key, torso, shape, dtype, plain)(x))
         if len(outs) == 1:
             return outs[0]
         x = jnp.concatenate([o.reshape((o.shape[0], -1)).astype(jnp.float32) for o in outs], -1)
         for i, size in enumerate(self.fusion_sizes):
             x = nn.relu(nn.Dense(size, name=f"fusion_{i}", **_orthogonal(self.layer_init))(x))
         return x
+
+
+def is_plain(obs: Any) -> bool:
+    """Whether `obs` is one array (not a dict/tuple of them)."""
+    return jax.tree_util.treedef_is_leaf(jax.tree.structure(obs))
 
 
 def _param_name(key: str) -> str:

@@ -1,5 +1,5 @@
 """Observation torsos: Nature DQN CNN, IMPALA ResNet, MinAtar's CNN and an MLP; a registry for
-user torsos (and `multi_input`, one encoder per leaf of a dict observation: networks/encoders.py).
+user torsos (and `auto`, one encoder per leaf of a dict observation: networks/encoders.py).
 
 A torso maps a batch of observations (an array [B, ...] or a dict/tuple of them) to an
 embedding [B, H]. `register_torso("my_net", MyNet)` makes `--config.network.torso=my_net`
@@ -199,9 +199,9 @@ def is_gpu_sized(torso: str) -> bool:
     """Whether the torso named `torso` is sized for an accelerator (slow on a CPU)."""
     return torso in GPU_SIZED
 
-# multi_input (networks/encoders.py) builds its encoders from this registry: named lazily.
+# auto (networks/encoders.py) builds its encoders from this registry: named lazily.
 TORSOS: Registry[Callable[..., nn.Module]] = Registry(
-    "torso", builtins=BUILTIN_TORSOS, lazy={"multi_input": "networks.encoders:MultiInput"},
+    "torso", builtins=BUILTIN_TORSOS, lazy={"auto": "networks.encoders:MultiInput"},
     how="networks.register_torso; load the module that registers yours with --import",
     check=_check_torso)
 

@@ -29,7 +29,9 @@ def get_config(variant: str = "default") -> ml_collections.ConfigDict:
     config.unroll_length = 16
     config.total_env_steps = 400_000
     config.env = vector_env("CartPole-v1")
-    config.network = network_fields("mlp", shared_torso=False)
+    # auto: an MLP on a vector observation (the same parameters as torso="mlp"), one encoder
+    # per leaf of a dict observation (networks/encoders.py).
+    config.network = network_fields("auto", shared_torso=False)
     config.agent = agent_fields(ImpalaConfig(
         optimizer="adam", learning_rate=2e-3, reward_clip=0.0, reward_scaling=True,
         entropy_cost=0.01, max_grad_norm=40.0, lr_decay=True))

@@ -28,7 +28,9 @@ def get_config(variant: str = "default") -> ml_collections.ConfigDict:
     config.unroll_length = 64
     config.total_env_steps = 300_000
     config.env = vector_env("CartPole-v1")
-    config.network = network_fields("mlp", shared_torso=False)
+    # auto: an MLP on a vector observation (the same parameters as torso="mlp"), one encoder
+    # per leaf of a dict observation (networks/encoders.py).
+    config.network = network_fields("auto", shared_torso=False)
     config.agent = agent_fields(PPOConfig(
         learning_rate=1e-3, clip_eps=0.2, value_clip_eps=0.2, reward_clip=0.0, loop="scan"))
     if variant == "sync":

@@ -41,7 +41,9 @@ def get_config(variant: str = "default") -> ml_collections.ConfigDict:
     config.checkpoint_every_minutes = 0.0  # a run is short: only the final checkpoint
     config.env = vector_env("gymnax:CartPole-v1")
     config.env.options = ml_collections.ConfigDict()  # gymnax EnvParams overrides
-    config.network = network_fields("mlp", shared_torso=False)
+    # auto: an MLP on a vector observation (the same parameters as torso="mlp"), one encoder
+    # per leaf of a dict observation (networks/encoders.py).
+    config.network = network_fields("auto", shared_torso=False)
     config.agent = agent_fields(PPOConfig(
         learning_rate=1e-3, clip_eps=0.2, value_clip_eps=0.2, reward_clip=0.0, loop="scan"))
     if variant == "debug":

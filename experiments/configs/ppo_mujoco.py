@@ -42,7 +42,9 @@ def get_config(variant: str = "default") -> ml_collections.ConfigDict:
     config.total_env_steps = 1_000_000
     config.synchronous = True
     config.env = vector_env("HalfCheetah-v4")
-    config.network = network_fields("mlp", shared_torso=False)
+    # auto: an MLP on a vector observation (the same parameters as torso="mlp"), one encoder
+    # per leaf of a dict observation (networks/encoders.py).
+    config.network = network_fields("auto", shared_torso=False)
     config.agent = agent_fields(PPOConfig(
         discount=0.99, gae_lambda=0.95, clip_eps=0.2, value_clip_eps=0.2, value_cost=0.5,
         entropy_cost=0.0, num_epochs=10, num_minibatches=32, minibatch_axis="sample",

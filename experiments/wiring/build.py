@@ -30,18 +30,19 @@ def build_network(sections: Sections, action_space) -> Any:
 
 
 def describe_torso(sections: Sections, network, example_obs) -> str | None:
-    """For a `multi_input` torso, the start-up line of which encoder each observation leaf
-    got, after tracing the torso on `example_obs` (a batch); a ConfigError names a
+    """For the `auto` torso, the start-up line of which encoder each leaf of a dict/tuple
+    observation got (None for one array, whose torso is what the config's other lines say),
+    after tracing the torso on `example_obs` (a batch); a ConfigError names a
     `network.encoders` key that is no leaf, or a leaf its encoder cannot take. None for other
     torsos."""
-    if sections.network.torso != "multi_input":
+    if sections.network.torso != "auto":
         return None
     try:
         lines = encoders.describe(network.torso, example_obs)
     except ValueError as e:
         raise ConfigError(f"network.{e}" if str(e).startswith("encoders") else
-                          f"network.torso='multi_input' on {sections.env.name}: {e}") from None
-    return "encoders: " + "; ".join(lines)
+                          f"network.torso='auto' on {sections.env.name}: {e}") from None
+    return None if encoders.is_plain(example_obs) else "encoders: " + "; ".join(lines)
 
 
 def build_agent(sections: Sections, network, num_updates: int | None = None,

@@ -88,7 +88,7 @@ def run(config: ml_collections.ConfigDict, make_env: Callable[[int, int], Any] |
 
 
 def _announce(session: Session, started, torso_line: str | None) -> None:
-    """The start-up lines: the layout, the encoder of each observation leaf (multi_input), the
+    """The start-up lines: the layout, the encoder of each observation leaf (auto), the
     batch and how the agent splits it, the run dir."""
     shape, plan, done = session.shape, session.plan, session.done
     spec = session.sections.spec

@@ -179,8 +179,8 @@ _RUNTIME_ONLY_CLEANBA = {
     "agent.obs_clip": "obs_norm=False: nothing to clip",
     "env.num_threads": "EnvPool worker threads, speed only (cleanba passes none, 120-131)",
     "network.mlp_hidden_sizes": "torso='impala_resnet': not read",
-    "network.encoders": "torso='impala_resnet': not read (multi_input only)",
-    "network.fusion_sizes": "torso='impala_resnet': not read (multi_input only)",
+    "network.encoders": "torso='impala_resnet': not read (auto only)",
+    "network.fusion_sizes": "torso='impala_resnet': not read (auto only)",
     "network.continuous_bounds": "Box actions only; Atari's are Discrete",
     "network.state_dependent_std": "Box actions only",
     "network.init_log_std": "Box actions only",
@@ -316,7 +316,7 @@ _NOT_SETTINGS = {  # how the runtime runs, not what it computes
     "env.name", "env.num_threads", "env.options",
     "network.mlp_hidden_sizes", "network.resnet_channels", "network.continuous_bounds",
     "network.state_dependent_std", "network.init_log_std", "network.torso_kwargs",
-    "network.encoders", "network.fusion_sizes"}  # multi_input's; these configs name others
+    "network.encoders", "network.fusion_sizes"}  # auto's; these configs name others
 # gymnax envs read only env.name and env.options; the EnvPool fields are not used.
 _ENVPOOL_ONLY = {f"env.{f.name}" for f in dataclasses.fields(EnvConfig)}
 

@@ -1,4 +1,4 @@
-"""The multi_input torso (networks/encoders.py): the encoder each observation leaf gets, the
+"""The auto torso (networks/encoders.py): the encoder each observation leaf gets, the
 shapes out, a one-key dict equal to the plain torso, overrides and their errors, and a run."""
 import jax
 import jax.numpy as jnp
@@ -88,6 +88,38 @@ def test_a_one_key_dict_is_the_plain_torso_on_its_array(obs, plain):
     assert jax.tree.structure(plain_params) == jax.tree.structure(params["x"])
 
 
+@pytest.mark.parametrize("obs,plain", [
+    (np.ones((2, 4), np.float32), MLP()),
+    (np.zeros((2, 4, 84, 84), np.uint8), NatureCNN()),
+])
+def test_one_array_gets_the_plain_torso_itself(obs, plain):
+    """`auto` on an observation that is one array is that array's torso: the same parameter
+    names and the same initial values (so configs that moved from mlp to auto train alike)."""
+    mine, theirs = MultiInput().init(jax.random.key(3), obs), plain.init(jax.random.key(3), obs)
+    assert jax.tree.structure(mine) == jax.tree.structure(theirs)
+    for a, b in zip(jax.tree.leaves(mine), jax.tree.leaves(theirs)):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_the_vector_configs_default_to_auto_and_match_mlp(tmp_path):
+    """impala_classic / ppo_classic / ppo_gymnax / ppo_mujoco name `auto`: on CartPole the
+    actor-critic's initial parameters are bit-equal to the same config with torso mlp."""
+    from experiments import wiring
+    from experiments.configs import impala_classic, ppo_classic, ppo_gymnax, ppo_mujoco
+    for module in (impala_classic, ppo_classic, ppo_gymnax, ppo_mujoco):
+        assert module.get_config().network.torso == "auto", module.__name__
+    obs = np.ones((3, 4), np.float32)
+    params = []
+    for torso in ("auto", "mlp"):
+        config = quiet_config(ppo_classic.get_config(), tmp_path / torso,
+                              **{"network.torso": torso})
+        net = wiring.build_network(wiring.read(config, devices=False), spaces.Discrete(2))
+        params.append(net.init(jax.random.key(0), obs))
+    assert jax.tree.structure(params[0]) == jax.tree.structure(params[1])
+    for a, b in zip(*map(jax.tree.leaves, params)):
+        np.testing.assert_array_equal(a, b)
+
+
 def test_uint8_pixels_reach_minatars_cnn_in_unit_range():
     grid = np.random.default_rng(4).choice([0, 128, 255], (2, 16, 16, 1)).astype(np.uint8)
     torso = MultiInput()
@@ -115,13 +147,13 @@ def test_overrides_pick_the_encoder_of_a_key():
     ("camera", r"'camera' is not KEY:TORSO"),
     ("camera:nature_cnn,camera:mlp", r"the key 'camera' is given twice"),
     ("camera:natur_cnn", r"unknown torso 'natur_cnn'.*Did you mean 'nature_cnn'"),
-    ("camera:multi_input", r"multi_input encodes a whole observation"),
+    ("camera:auto", r"auto encodes a whole observation"),
 ])
 def test_malformed_encoders_are_refused_naming_the_part(text, match):
     with pytest.raises(ValueError, match=match):
         encoders.parse_encoders(text)
     with pytest.raises(ValueError, match=match):  # and as a config field, before any build
-        networks.NetworkConfig(torso="multi_input", encoders=text)
+        networks.NetworkConfig(torso="auto", encoders=text)
 
 
 def test_a_key_that_is_no_leaf_or_a_leaf_an_encoder_cannot_take_is_named():
@@ -135,7 +167,7 @@ def test_a_key_that_is_no_leaf_or_a_leaf_an_encoder_cannot_take_is_named():
 
 
 def test_network_config_builds_it_and_refuses_encoders_for_another_torso():
-    cfg = networks.NetworkConfig(torso="multi_input", encoders="camera:impala_resnet",
+    cfg = networks.NetworkConfig(torso="auto", encoders="camera:impala_resnet",
                                  fusion_sizes=[64], mlp_hidden_sizes=(16,))
     net = networks.build_network(cfg, spaces.Discrete(3))
     assert isinstance(net.torso, MultiInput)
@@ -145,10 +177,10 @@ def test_network_config_builds_it_and_refuses_encoders_for_another_torso():
     logits, value = net.apply(params, _sensors(2))
     assert logits.shape == (2, 3) and value.shape == (2,)
     with pytest.raises(ValueError, match=r"encoders='camera:mlp' applies to "
-                                         r"torso='multi_input'.*torso='mlp'"):
+                                         r"torso='auto'.*torso='mlp'"):
         networks.NetworkConfig(torso="mlp", encoders="camera:mlp")
     with pytest.raises(ValueError, match=r"fusion_sizes=\[0\] must be a tuple of positive"):
-        networks.NetworkConfig(torso="multi_input", fusion_sizes=[0])
+        networks.NetworkConfig(torso="auto", fusion_sizes=[0])
 
 
 def test_sebulba_trains_the_driving_example_with_it(tmp_path, capsys):
@@ -158,13 +190,26 @@ def test_sebulba_trains_the_driving_example_with_it(tmp_path, capsys):
     from experiments import train
     from experiments.configs import ppo_classic
     config = quiet_config(ppo_classic.get_config(), tmp_path / "run", **{
-        "env.name": "Driving-v0", "network.torso": "multi_input",
-        "network.encoders": "state:mlp", "total_env_steps": 2048})
+        "env.name": "Driving-v0", "network.encoders": "state:mlp", "total_env_steps": 2048})
     result = train.run(config)
     assert result.env_steps == 2048
     assert ("encoders: grid (16, 16, 1) uint8 -> minatar_cnn; state (6,) float32 -> mlp"
             in capsys.readouterr().out)
     assert np.isfinite(read_metrics(tmp_path / "run")[-1]["loss/total"])
+
+
+def test_parking_trains_under_sebulba_with_the_classic_configs_default(tmp_path, capsys):
+    """EnvPool's Parking-v0 (a dict observation, continuous actions) with ppo_classic as it
+    ships: each of its three keys gets an MLP, fused."""
+    from experiments import train
+    from experiments.configs import ppo_classic
+    config = quiet_config(ppo_classic.get_config(), tmp_path / "run", **{
+        "env.name": "Parking-v0", "total_env_steps": 2048, "checkpoint_keep": 0})
+    result = train.run(config)
+    assert result.env_steps == 2048
+    assert ("encoders: achieved_goal (6,) float32 -> mlp; desired_goal (6,) float32 -> mlp; "
+            "observation (6,) float32 -> mlp" in capsys.readouterr().out)
+    assert np.isfinite(result.last_metrics["loss/total"])
 
 
 def _sensors_run(tmp_path, hide="", **overrides):
@@ -173,7 +218,7 @@ def _sensors_run(tmp_path, hide="", **overrides):
     from tests import sensors_env
     sensors_env.register()
     config = quiet_config(ppo_gymnax.get_config(), tmp_path / f"run{hide}", **{
-        "env.name": sensors_env.NAME, "network.torso": "multi_input", "checkpoint_keep": 0,
+        "env.name": sensors_env.NAME, "checkpoint_keep": 0,
         **overrides})
     config.env.options = {"hide": hide}
     return train.run(config)

@@ -85,10 +85,10 @@ def test_lists_and_config_dicts_are_normalised():
         cfg.lstm_size = 3  # type: ignore[misc]
 
 
-def test_defaults_are_a_valid_feed_forward_mlp():
+def test_defaults_are_a_valid_feed_forward_auto_torso():
     cfg = NetworkConfig()
     assert (cfg.torso, cfg.mlp_hidden_sizes, cfg.lstm_size, cfg.torso_kwargs) == (
-        "mlp", (64, 64), 0, {})
+        "auto", (64, 64), 0, {})
     assert NetworkConfig().torso_kwargs is not cfg.torso_kwargs  # no shared mutable default
 
 
@@ -98,7 +98,8 @@ def test_mlp_takes_its_sizes_and_torso_kwargs_override_them():
     assert type(net) is networks.ActorCritic and net.shared_torso is False
     assert type(net.torso) is networks.MLP and net.torso.hidden_sizes == (32, 16)
     assert net.dist == networks.Categorical(4)
-    net = build_network(NetworkConfig(torso_kwargs={"hidden_sizes": [8]}), spaces.Discrete(4))
+    net = build_network(NetworkConfig(torso="mlp", torso_kwargs={"hidden_sizes": [8]}),
+                        spaces.Discrete(4))
     assert net.torso.hidden_sizes == (8,)
     params = net.init(jax.random.key(0), np.ones((2, 3), np.float32))
     assert params["params"]["torso"]["Dense_0"]["kernel"].shape == (3, 8)
