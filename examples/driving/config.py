@@ -1,10 +1,14 @@
-"""Config for the driving example; variants `:ppo` (default) and `:impala`.
+"""Config for the driving example; variants `:ppo` (default) and `:impala`, and `:ppo_auto` /
+`:impala_auto` with the library's built-in `auto` torso instead of the example's own.
 
     python -m examples.driving.train --config=examples/driving/config.py:ppo
     python -m examples.driving.train --config=examples/driving/config.py:impala
+    python -m examples.driving.train --config=examples/driving/config.py:ppo_auto
 
 The env and torso are the example's own (registered by importing `examples.driving`);
-everything else is the library's. `env.options` and `network.torso_kwargs` are passed to the
+everything else is the library's. The `_auto` variants use no torso of the example's: each
+observation leaf gets the encoder its shape calls for (networks/encoders.py: MinAtar's CNN on
+the 16x16 grid, an MLP on the sensor vector, a fused ReLU layer). `env.options` and `network.torso_kwargs` are passed to the
 env maker and the torso, so they can be changed from the command line like any field
 (`--config.env.options.sensor_noise=0.1`, `--config.network.torso_kwargs.hidden=256`).
 """
@@ -12,14 +16,15 @@ import ml_collections
 
 from agents.impala.config import ImpalaConfig
 from agents.ppo.config import PPOConfig
-from experiments.configs.common import agent_fields, runtime_fields
+from experiments.configs.common import agent_fields, network_fields, runtime_fields
 
-VARIANTS = ("ppo", "impala")
+VARIANTS = ("ppo", "impala", "ppo_auto", "impala_auto")
 
 
 def get_config(variant: str = "ppo") -> ml_collections.ConfigDict:
     if variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r}; allowed: {VARIANTS}.")
+    variant, _, builtin = variant.partition("_")
     config = ml_collections.ConfigDict()
     runtime_fields(config)
     config.agent_name = variant        # a registered agent (agents.register_agent)
@@ -46,6 +51,10 @@ def get_config(variant: str = "ppo") -> ml_collections.ConfigDict:
         state_dependent_std=False,     # a learned log-std vector
         init_log_std=-0.5,             # initial std 0.6: random steering crashes quickly
     ))
+    if builtin:  # the library's torso: every NetworkConfig field, the same heads
+        config.network = network_fields("auto", shared_torso=True)
+        config.network.continuous_bounds = "clip"
+        config.network.init_log_std = -0.5
     if variant == "ppo":
         config.synchronous = False     # asynchronous PPO; V-trace corrects the policy lag
         config.total_env_steps = 300_000  # PPO is far more sample-efficient here

@@ -93,3 +93,31 @@ def test_impala_command_line_smoke(tmp_path):
     out = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     assert os.path.exists(tmp_path / "run" / "summary.json")
+
+
+@pytest.mark.parametrize("variant", ["ppo_auto", "impala_auto"])
+def test_auto_variants_use_the_built_in_torso_with_the_same_heads(tmp_path, variant):
+    """The `_auto` variants swap the example's torso for the library's `auto` (an encoder per
+    observation key) and keep the agent, env and action heads of their base variant."""
+    from experiments import wiring
+    from networks import MultiInput, encoders
+    env = DrivingEnv(2, seed=0)
+    nets = {}
+    for name in (variant, variant.split("_")[0]):
+        config = quiet_config(driving_config.get_config(name), tmp_path / name)
+        nets[name] = wiring.build_network(wiring.read(config, devices=False, env_id=False),
+                                          env.action_space)
+    auto, own = nets.values()
+    base, mine = (driving_config.get_config(n) for n in (variant.split("_")[0], variant))
+    assert mine.agent.to_dict() == base.agent.to_dict() and mine.env == base.env
+    assert isinstance(auto.torso, MultiInput) and auto.dist == own.dist
+    assert encoders.describe(auto.torso, env.reset()) == [
+        "grid (16, 16, 1) uint8 -> minatar_cnn", "state (6,) float32 -> mlp"]
+
+
+def test_the_readme_table_is_the_one_results_py_recomputes():
+    """examples/driving/README.md's table of the built-in torso against the example's own is
+    the one its per-seed results.csv gives."""
+    from examples.driving import results
+    readme = open(os.path.join(ROOT, "examples", "driving", "README.md")).read()
+    assert results.table() in readme

@@ -183,13 +183,16 @@ def test_network_config_builds_it_and_refuses_encoders_for_another_torso():
         networks.NetworkConfig(torso="auto", fusion_sizes=[0])
 
 
-def test_sebulba_trains_the_driving_example_with_it(tmp_path, capsys):
+@pytest.mark.parametrize("agent", ["ppo", "impala"])
+def test_sebulba_trains_the_driving_example_with_it(tmp_path, capsys, agent):
     """examples/driving's env (an occupancy grid and a sensor vector) with the built-in torso
-    instead of the example's own: the start-up line says what each key got, and it trains."""
+    instead of the example's own, IMPALA and PPO as their classic configs ship: the start-up
+    line says what each key got, and it trains."""
     import examples.driving  # noqa: F401 - registers Driving-v0
     from experiments import train
-    from experiments.configs import ppo_classic
-    config = quiet_config(ppo_classic.get_config(), tmp_path / "run", **{
+    from experiments.configs import impala_classic, ppo_classic
+    module = ppo_classic if agent == "ppo" else impala_classic
+    config = quiet_config(module.get_config(), tmp_path / "run", **{
         "env.name": "Driving-v0", "network.encoders": "state:mlp", "total_env_steps": 2048})
     result = train.run(config)
     assert result.env_steps == 2048
