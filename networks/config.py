@@ -18,7 +18,7 @@ import flax.linen as nn
 
 from networks.actor_critic import ActorCritic, RecurrentActorCritic
 from networks.distributions import BOUNDS, from_space
-from networks.encoders import parse_encoders
+from networks.encoders import discrete_leaves, parse_encoders
 from networks.torsos import BUILTIN_TORSOS, INITS, TORSOS, make_torso
 from podracer.validation import is_int, is_number
 
@@ -100,9 +100,12 @@ class NetworkConfig:
         object.__setattr__(self, "torso_kwargs", kwargs)
 
 
-def build_network(cfg: NetworkConfig, action_space: Any) -> nn.Module:
+def build_network(cfg: NetworkConfig, action_space: Any, observation_space: Any = None
+                  ) -> nn.Module:
     """ActorCritic with the configured torso and the policy head for `action_space`; a
     RecurrentActorCritic with an LSTM core of `cfg.lstm_size` when that is > 0.
+    `observation_space` (gymnasium, of one env): the `auto` torso embeds its Discrete leaves
+    (without it, they get an MLP like any integer array).
 
     An unsupported action space raises `from_space`'s ValueError (the caller names the env);
     torso_kwargs the torso does not take raise `make_torso`'s TypeError.
@@ -120,6 +123,7 @@ def build_network(cfg: NetworkConfig, action_space: Any) -> nn.Module:
         kwargs["channels"] = tuple(cfg.resnet_channels)
     elif cfg.torso == "auto":
         kwargs.update(layer_init=cfg.torso_init, encoders=parse_encoders(cfg.encoders),
+                      vocab=discrete_leaves(observation_space),
                       fusion_sizes=tuple(cfg.fusion_sizes),
                       mlp_hidden_sizes=tuple(cfg.mlp_hidden_sizes),
                       resnet_channels=tuple(cfg.resnet_channels))

@@ -10,8 +10,11 @@ leaves' paths, `/` between levels, a tuple's index as a number, `obs` for a plai
   when both sides have at least 36 pixels (its first 8x8 stride-4 convolution needs them),
   MinAtar's one-convolution CNN for smaller grids (an occupancy grid, MinAtar's 10x10), an MLP
   below 3 pixels;
-- anything else (vectors, small matrices, scalars) gets an MLP (`network.mlp_hidden_sizes`),
-  flattened.
+- a `Discrete(n)` leaf of the observation space (a gear, a traffic-light state) gets a learned
+  embedding of `embed_size` (16) per value, when the caller passes the observation space
+  (`vocab`: the run does; a one-hot float field is a vector and gets the MLP);
+- anything else (vectors, small matrices, scalars, other integers) gets an MLP
+  (`network.mlp_hidden_sizes`), flattened.
 The encodings are concatenated and fused by `fusion_sizes` ReLU layers (256 by default: SB3's
 CombinedExtractor gives each image 256 features, then its policy MLP mixes them; here the
 fusion layer is that mixing, since the heads are linear). With a single leaf there is nothing to
@@ -112,6 +115,8 @@ class MultiInput(nn.Module):
     """
 
     encoders: tuple[tuple[str, str], ...] = ()
+    vocab: tuple[tuple[str, int, int], ...] = ()  # (key, n, start) of Discrete leaves
+    embed_size: int = 16
     fusion_sizes: Sequence[int] = (256,)
     mlp_hidden_sizes: Sequence[int] = (64, 64)
     resnet_channels: Sequence[int] = (16, 32, 32)
@@ -133,10 +138,19 @@ class MultiInput(nn.Module):
         if clash:
             raise ValueError(f"observation leaves {[k for k, _, _ in rows]} give the parameter "
                              f"name {clash[0]!r} twice (or a fusion layer's): rename a key.")
-        return [(k, overrides.get(k) or auto_encoder(s, d), s, d) for k, s, d in rows]
+        embedded = {k for k, _, _ in self.vocab}
+        return [(k, overrides.get(k) or (EMBED if k in embedded else auto_encoder(s, d)), s, d)
+                for k, s, d in rows]
 
     def _encoder(self, key: str, torso: str, shape: tuple[int, ...], dtype, plain: bool
                  ) -> nn.Module:
+        if torso == EMBED:
+            n, start = {k: (n, start) for k, n, start in self.vocab}[key]
+            module = Embedding(n, start, self.embed_size)
+            if plain:
+                nn.share_scope(self, module)
+                return module
+            return module.clone(parent=self, name=_param_name(key))
         kwargs: dict[str, Any] = {}
         if torso in IMAGE_TORSOS:
             image = image_layout(shape, dtype)
@@ -183,6 +197,44 @@ class MultiInput(nn.Module):
         return x
 
 
+EMBED = "embed"  # the encoder of a Discrete leaf (not a torso of the registry)
+
+
+class Embedding(nn.Module):
+    """A learned vector per value of a Discrete(n) leaf (values start .. start + n - 1, any
+    shape per env): [B, ...] integers -> [B, prod(...) * features]."""
+
+    num: int
+    start: int = 0
+    features: int = 16
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        index = jnp.clip(jnp.asarray(x).astype(jnp.int32) - self.start, 0, self.num - 1)
+        out = nn.Embed(self.num, self.features)(index)
+        return out.reshape((out.shape[0], -1))
+
+
+def discrete_leaves(space: Any) -> tuple[tuple[str, int, int], ...]:
+    """(key, n, start) of every Discrete leaf of a gymnasium observation space (keys as
+    `leaf_key` names the observation's leaves); () for None or a space without one."""
+    from gymnasium import spaces
+    out: list[tuple[str, int, int]] = []
+
+    def walk(s, path):
+        if isinstance(s, spaces.Dict):
+            for k, sub in s.spaces.items():
+                walk(sub, path + [str(k)])
+        elif isinstance(s, spaces.Tuple):
+            for i, sub in enumerate(s.spaces):
+                walk(sub, path + [str(i)])
+        elif isinstance(s, spaces.Discrete):
+            out.append(("/".join(path) or PLAIN_KEY, int(s.n), int(s.start)))
+    if space is not None:
+        walk(space, [])
+    return tuple(out)
+
+
 def is_plain(obs: Any) -> bool:
     """Whether `obs` is one array (not a dict/tuple of them)."""
     return jax.tree_util.treedef_is_leaf(jax.tree.structure(obs))
@@ -199,5 +251,7 @@ def describe(torso: MultiInput, obs: Any) -> list[str]:
     ValueError names an unknown key or a leaf an encoder cannot take."""
     choices = torso.choices(obs)
     jax.eval_shape(torso.init, jax.random.key(0), obs)
-    return [f"{key} {shape} {np.dtype(dtype).name} -> {name}"
+    sizes = {k: n for k, n, _ in torso.vocab}
+    return [f"{key} {shape} {np.dtype(dtype).name} -> "
+            f"{f'embed ({sizes[key]} values)' if name == EMBED else name}"
             for key, name, shape, dtype in choices]

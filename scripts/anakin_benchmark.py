@@ -69,7 +69,7 @@ def measure(num_devices: int, *, env: str = "gymnax:CartPole-v1", num_envs: int 
     if num_seeds > 1:
         if act_only:
             raise SystemExit("--act_only measures one agent (--num_seeds 1).")
-        network = wiring.build_network(sections, e.action_space)
+        network = wiring.build_network(sections, e.action_space, e.observation_space)
         pop = members.population(sections.spec, sections.agent, network, sections.shape,
                                  10**6, sections.members)
         state, runner = population.place(*population.init(pop, e, example, 0, ac.num_envs),
@@ -80,7 +80,8 @@ def measure(num_devices: int, *, env: str = "gymnax:CartPole-v1", num_envs: int 
         def update(state, runner):
             return fused(hparams, state, runner)
     else:
-        _, _, agent = wiring.build_from_config(sections, e.action_space, num_updates=10**6)
+        _, _, agent = wiring.build_from_config(sections, e.action_space, num_updates=10**6,
+                                               observation_space=e.observation_space)
         state = runtime.place_replicated(agent.init(jax.random.key(seed), example), mesh)
         runner = runtime.place_runner(
             runtime.init_runner(agent, e, runtime.runner_key(seed), ac.num_envs), mesh)

@@ -92,12 +92,14 @@ def read_sections(config, meta: dict) -> wiring.Sections:
 
 
 def load_agent_state(ckpt: str, sections: wiring.Sections, obs, action_space,
-                     member: int | None = None, size: int = 1):
+                     member: int | None = None, size: int = 1, observation_space=None):
     """(network, agent, learner state): the run's agent rebuilt from its config by the wiring,
     with the checkpoint's state restored into it (a ValueError names what does not fit).
     `member`: a population checkpoint of `size` members (each leaf with the member axis
-    first), of which that member's state is taken."""
-    _, network, agent = wiring.build_from_config(sections, action_space)
+    first), of which that member's state is taken. `observation_space`: the env's, as the run
+    built its network with."""
+    _, network, agent = wiring.build_from_config(sections, action_space,
+                                                 observation_space=observation_space)
     template = jax.eval_shape(agent.init, jax.random.key(0), obs)
     if member is not None:
         template = jax.tree.map(
@@ -190,9 +192,11 @@ def load_policy(path: str, greedy: bool = True, imports: Sequence[str] = (),
     probe = eval_envs(sections)(1, EVAL_SEED)
     obs = probe.reset()
     action_space = probe.action_space
+    observation_space = getattr(probe, "observation_space", None)
     probe.close()
     network, agent, state = load_agent_state(ckpt, sections, obs, action_space,
-                                             None if chosen is None else chosen.index, size)
+                                             None if chosen is None else chosen.index, size,
+                                             observation_space)
     ap = jax.device_put(agent.actor_params(state))
     player = players.eval_player("greedy" if greedy else "sample", network, agent, ap, obs)
     return Policy(ckpt, meta, config, sections, lambda n: player.actor(ap, n), chosen)

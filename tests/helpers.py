@@ -77,7 +77,8 @@ def build_agent(config, num_envs: int = 1, num_updates: int | None = None):
     probe = envs.make_env(sections.env, num_envs, 0)
     obs = probe.reset()
     _, network, agent = wiring.build_from_config(sections, probe.action_space,
-                                                 num_updates=num_updates)
+                                                 num_updates=num_updates,
+                                                 observation_space=probe.observation_space)
     probe.close()
     return network, agent, obs
 

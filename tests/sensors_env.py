@@ -6,7 +6,8 @@ pixel in its left or right half (bit a), the sensor vector's first entry is +1 o
 the others noise. The action (Discrete(4)) scores 1 when it equals 2a + b, else 0; a game is 8
 steps (truncation). Random play earns 2 per game; either sensor alone tells one bit, so at most
 4 per game (the other bit guessed); 8 needs both. `hide` ("camera" or "sensors") blanks one of
-them, to show that.
+them, to show that. `gear`: also shows bit b as a `Discrete(3, start=1)` leaf `gear`
+(values 1, 2), for the Discrete-leaf embedding.
 """
 from __future__ import annotations
 
@@ -24,13 +25,14 @@ NAME = "SensorsTest-v0"
 class SensorsEnv:
     """A RawEnv (anakin/envs.py): reset / transition without auto-reset."""
 
-    def __init__(self, hide: str = "") -> None:
+    def __init__(self, hide: str = "", gear: bool = False) -> None:
         if hide not in ("", "camera", "sensors"):
             raise ValueError(f"hide={hide!r}; allowed: '', 'camera', 'sensors'.")
-        self.hide = hide
+        self.hide, self.gear = hide, gear
         self.observation_space = spaces.Dict({
             "camera": spaces.Box(0.0, 1.0, (8, 8, 1), np.float32),
-            "sensors": spaces.Box(-3.0, 3.0, (3,), np.float32)})
+            "sensors": spaces.Box(-3.0, 3.0, (3,), np.float32),
+            **({"gear": spaces.Discrete(3, start=1)} if gear else {})})
         self.action_space = spaces.Discrete(4)
 
     def _observe(self, key):
@@ -46,7 +48,10 @@ class SensorsEnv:
             camera = jnp.zeros_like(camera)
         if self.hide == "sensors":
             sensors = jnp.zeros_like(sensors)
-        return {"camera": camera, "sensors": sensors}, 2 * a + b
+        obs = {"camera": camera, "sensors": sensors}
+        if self.gear:  # b again, as a Discrete(3, start=1) value (1 or 2)
+            obs["gear"] = (1 + b).astype(jnp.int32)
+        return obs, 2 * a + b
 
     def reset(self, key):
         obs, target = self._observe(key)

@@ -102,7 +102,7 @@ class AnakinRuntime:
                 members.check_traceable(agent, env, example_obs, ac)
 
         return Started(env.action_space, example_obs, shape, plan, describe, train, play_for,
-                       check)
+                       check, env.observation_space)
 
 
 DRIVER = AnakinRuntime()

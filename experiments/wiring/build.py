@@ -20,11 +20,12 @@ from podracer.batch import BatchShape
 from podracer.validation import ConfigError
 
 
-def build_network(sections: Sections, action_space) -> Any:
+def build_network(sections: Sections, action_space, observation_space=None) -> Any:
     """The actor-critic `sections.network` describes, with the policy head for
-    `action_space`; an action space no head supports fails naming the env."""
+    `action_space` (and, for the auto torso, embeddings of `observation_space`'s Discrete
+    leaves); an action space no head supports fails naming the env."""
     try:
-        return networks.build_network(sections.network, action_space)
+        return networks.build_network(sections.network, action_space, observation_space)
     except ValueError as e:
         raise ValueError(f"{sections.env.name}: {e}") from None
 
@@ -61,13 +62,14 @@ def build_agent(sections: Sections, network, num_updates: int | None = None,
 
 
 def build_from_config(config: ml_collections.ConfigDict | Sections, action_space, *,
-                      agent: str | None = None, num_updates: int | None = None
-                      ) -> tuple[Sections, Any, Agent]:
+                      agent: str | None = None, num_updates: int | None = None,
+                      observation_space=None) -> tuple[Sections, Any, Agent]:
     """(sections, network, agent) for a ConfigDict (read and checked here, devices not
-    queried) or already-read Sections."""
+    queried) or already-read Sections; `observation_space` as for `build_network` (pass the
+    env's, as a run does, to rebuild a run's network)."""
     sections = config if isinstance(config, Sections) else read(config, agent=agent,
                                                                 devices=False, env_id=False)
-    network = build_network(sections, action_space)
+    network = build_network(sections, action_space, observation_space)
     return sections, network, build_agent(sections, network, num_updates)
 
 

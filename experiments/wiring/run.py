@@ -56,7 +56,7 @@ def run(config: ml_collections.ConfigDict, make_env: Callable[[int, int], Any] |
     distributed.initialize(sections.distributed)  # before anything touches devices
     main = distributed.is_main_process()  # only process 0 writes files and prints
     started = driver.start(sections, make_env, wrap_env)
-    network = build_network(sections, started.action_space)
+    network = build_network(sections, started.action_space, started.observation_space)
     torso_line = describe_torso(sections, network, started.example_obs)
     session = Session(config, sections, name, network, started.example_obs, started.shape,
                       started.plan)

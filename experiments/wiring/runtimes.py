@@ -37,6 +37,8 @@ class Started:
     # check(agent): what only tracing the agent on this runtime can find (a ConfigError), run
     # before any file of the run is written.
     check: Callable[[Any], None] = lambda agent: None
+    observation_space: Any = None     # of one env (gymnasium space): the auto torso embeds
+                                      # its Discrete leaves
 
 
 class Driver(Protocol):

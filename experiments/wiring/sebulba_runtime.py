@@ -79,6 +79,7 @@ class SebulbaRuntime:
         base_env = make_env or host_envs(sections.env)
         probe = base_env(1, rc.seed)  # the one env probe of the run: action space, example obs
         action_space, example_obs = probe.action_space, probe.reset()
+        observation_space = getattr(probe, "observation_space", None)
         probe.close()
 
         def actor_env(n: int, seed: int):
@@ -100,7 +101,8 @@ class SebulbaRuntime:
 
         processes = topo.num_processes
         return Started(action_space, example_obs, rc.batch_shape(processes),
-                       rc.plan(processes), (sections.layout.describe(),), train, play_for)
+                       rc.plan(processes), (sections.layout.describe(),), train, play_for,
+                       observation_space=observation_space)
 
 
 def is_jax_env(env: envs.EnvConfig) -> bool:

@@ -215,7 +215,7 @@ def test_parking_trains_under_sebulba_with_the_classic_configs_default(tmp_path,
     assert np.isfinite(result.last_metrics["loss/total"])
 
 
-def _sensors_run(tmp_path, hide="", **overrides):
+def _sensors_run(tmp_path, hide="", gear=False, **overrides):
     from experiments import train
     from experiments.configs import ppo_gymnax
     from tests import sensors_env
@@ -223,7 +223,7 @@ def _sensors_run(tmp_path, hide="", **overrides):
     config = quiet_config(ppo_gymnax.get_config(), tmp_path / f"run{hide}", **{
         "env.name": sensors_env.NAME, "checkpoint_keep": 0,
         **overrides})
-    config.env.options = {"hide": hide}
+    config.env.options = {"hide": hide, "gear": gear}
     return train.run(config)
 
 
@@ -232,6 +232,43 @@ def test_anakin_trains_a_dict_observation_env_with_it(tmp_path, capsys):
     assert result.updates == 2
     assert ("encoders: camera (8, 8, 1) float32 -> minatar_cnn; sensors (3,) float32 -> mlp"
             in capsys.readouterr().out)
+
+
+def test_a_discrete_leaf_of_the_observation_space_gets_an_embedding():
+    space = spaces.Dict({"gear": spaces.Discrete(4, start=-1), "speed": spaces.Box(0, 1, (2,)),
+                         "nested": spaces.Tuple((spaces.Discrete(2), spaces.Box(0, 1, (1,))))})
+    assert encoders.discrete_leaves(space) == (("gear", 4, -1), ("nested/0", 2, 0))
+    cfg = networks.NetworkConfig()
+    torso = networks.build_network(cfg, spaces.Discrete(2), space).torso
+    obs = {"gear": np.array([-1, 2], np.int32), "speed": np.zeros((2, 2), np.float32),
+           "nested": (np.array([0, 1], np.int32), np.zeros((2, 1), np.float32))}
+    assert encoders.describe(torso, obs) == [
+        "gear () int32 -> embed (4 values)", "nested/0 () int32 -> embed (2 values)",
+        "nested/1 (1,) float32 -> mlp", "speed (2,) float32 -> mlp"]
+    params = torso.init(jax.random.key(0), obs)["params"]
+    table = params["gear"]["Embed_0"]["embedding"]
+    assert table.shape == (4, 16)
+    out = torso.apply({"params": params}, obs)
+    assert out.shape == (2, 256)
+    # Each env reads the row of its own value: swapping two envs' values swaps their outputs.
+    swapped = {**obs, "gear": np.array([2, -1], np.int32), "nested": (np.array([1, 0], np.int32),
+                                                                     obs["nested"][1])}
+    a = np.asarray(torso.apply({"params": params}, obs))
+    b = np.asarray(torso.apply({"params": params}, swapped))
+    np.testing.assert_allclose(a[::-1], b, atol=1e-6)
+    assert not np.allclose(a[0], a[1])
+    one = encoders.Embedding(4, -1, 16)  # value v is row v - start
+    rows = one.apply({"params": params["gear"]}, np.array([-1, 2], np.int32))
+    np.testing.assert_array_equal(rows, np.asarray(table)[[0, 3]])
+    # Without the space (a caller that does not pass it) integers are a vector: an MLP.
+    plain = networks.build_network(cfg, spaces.Discrete(2)).torso
+    assert encoders.describe(plain, obs)[0] == "gear () int32 -> mlp"
+
+
+def test_anakin_passes_the_observation_space_and_embeds_a_discrete_leaf(tmp_path, capsys):
+    result = _sensors_run(tmp_path, total_env_steps=64 * 32, gear=True)
+    assert result.updates == 1
+    assert "gear () int32 -> embed (3 values)" in capsys.readouterr().out
 
 
 @pytest.mark.slow  # three learning runs
