@@ -20,8 +20,8 @@ CombinedExtractor gives each image 256 features, then its policy MLP mixes them;
 fusion layer is that mixing, since the heads are linear). With a single leaf there is nothing to
 fuse: the torso is that leaf's encoder, so a one-key dict trains exactly as the plain torso on
 its array, and an observation that is one array gets that torso itself, parameters, names and
-initial values alike (`auto` on CartPole is `mlp`; tests/networks/test_encoders.py). Observation normalisation, where on, happens
-before the torso, leaf by leaf, as for any torso.
+initial values alike (`auto` on CartPole is `mlp`; tests/networks/test_encoders.py).
+Observation normalisation, where on, happens before the torso, leaf by leaf, as for any torso.
 
 A uint8 image reaches every built-in encoder in [0, 1] (the Nature CNN and IMPALA ResNet divide
 by 255 themselves; for MinAtar's CNN and the MLP this torso does); other dtypes are only cast
@@ -147,10 +147,17 @@ class MultiInput(nn.Module):
         if torso == EMBED:
             n, start = {k: (n, start) for k, n, start in self.vocab}[key]
             module = Embedding(n, start, self.embed_size)
-            if plain:
-                nn.share_scope(self, module)
-                return module
-            return module.clone(parent=self, name=_param_name(key))
+        else:
+            module = make_torso(torso, **self._torso_kwargs(key, torso, shape, dtype))
+        if plain:  # one array: this torso is its encoder, parameters and all
+            nn.share_scope(self, module)
+            return module
+        # Named by its key: params["torso"]["camera"], not an order-dependent "NatureCNN_0".
+        return module.clone(parent=self, name=_param_name(key))
+
+    def _torso_kwargs(self, key: str, torso: str, shape: tuple[int, ...], dtype) -> dict:
+        """What a registry torso is built with for the leaf `key`; a ValueError for an image
+        torso given a leaf it cannot take."""
         kwargs: dict[str, Any] = {}
         if torso in IMAGE_TORSOS:
             image = image_layout(shape, dtype)
@@ -168,12 +175,7 @@ class MultiInput(nn.Module):
             kwargs["channels"] = tuple(self.resnet_channels)
         if torso in ("mlp", "nature_cnn", "minatar_cnn", "impala_resnet"):
             kwargs["layer_init"] = self.layer_init
-        module = make_torso(torso, **kwargs)
-        if plain:  # one array: this torso is its encoder, parameters and all
-            nn.share_scope(self, module)
-            return module
-        # Named by its key: params["torso"]["camera"], not an order-dependent "NatureCNN_0".
-        return module.clone(parent=self, name=_param_name(key))
+        return kwargs
 
     @nn.compact
     def __call__(self, obs: Any) -> jax.Array:

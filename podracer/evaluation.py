@@ -84,11 +84,8 @@ class PeriodicEvaluator:
             try:
                 # A host copy, as the evaluations get: the same compiled program.
                 ap = _host_copy(actor_params() if callable(actor_params) else actor_params)
-                first = [True]
-                def once() -> bool:  # play's loop asks before every chunk: one chunk only
-                    go, first[0] = first[0], False
-                    return not go
-                self._play(ap, self._seed, once)
+                answers = iter([False])  # play's loop asks before every chunk: one chunk only
+                self._play(ap, self._seed, lambda: next(answers, True))
             except Exception as e:  # noqa: BLE001 - evaluation must not end training
                 self._fail("warm-up", e)
         self._warm = threading.Thread(target=warm, name="evaluator-warm-up", daemon=True)

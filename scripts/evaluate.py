@@ -213,7 +213,8 @@ def load_for_command(args: argparse.Namespace) -> Policy:
     """`load_policy` for the command line: a user error prints one line and exits with status
     2 (experiments/wiring/command_line.py's convention); `--verbose` or SEBULBA_VERBOSE=1
     raises it with its traceback instead."""
-    return command_line_call(args, _load, args)
+    return command_line_call(args, load_policy, args.path, args.policy == "greedy",
+                             args.imports, args.member)
 
 
 def command_line_call(args: argparse.Namespace, fn: Callable, *fn_args: Any) -> Any:
@@ -225,11 +226,6 @@ def command_line_call(args: argparse.Namespace, fn: Callable, *fn_args: Any) -> 
         if args.verbose or command_line.verbose_requested():
             raise
         command_line.fail(str(e))
-
-
-def _load(args: argparse.Namespace) -> Policy:
-    return load_policy(args.path, greedy=args.policy == "greedy", imports=args.imports,
-                       member=args.member)
 
 
 def default_output(ckpt: str, meta: dict, name: str, ext: str) -> str:

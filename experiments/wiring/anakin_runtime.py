@@ -32,10 +32,6 @@ def make_env(env_config) -> anakin_envs.AutoReset:
         raise ConfigError(f"env.name={env_config.name!r}: {e}") from None
 
 
-# What the population's refusal of eval_every_updates names as the run dir in its command.
-EVAL_COMMAND_RUN = "<run_dir>"
-
-
 class AnakinRuntime:
     name = "anakin"
     takes_host_envs = False
@@ -55,9 +51,8 @@ class AnakinRuntime:
                               f"evaluation plays one agent; with {len(population)} members in "
                               f"one program (num_seeds, vary) it is off: set it to 0 and "
                               f"evaluate a member after training with `python "
-                              f"scripts/evaluate.py {EVAL_COMMAND_RUN} --member I` (I in 0.."
-                              f"{len(population) - 1}; {EVAL_COMMAND_RUN}/members/ lists "
-                              f"them).")
+                              f"scripts/evaluate.py <run_dir> --member I` (I in 0.."
+                              f"{len(population) - 1}; <run_dir>/members/ lists them).")
         if len(population) == 1:
             (name, (value,)), = vary
             raise ConfigError(f"vary={ac.vary!r} makes one member: set "
