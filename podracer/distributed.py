@@ -90,9 +90,10 @@ def is_main_process() -> bool:
     return jax.process_index() == 0
 
 
-def gather_episodes(episodes: list[tuple[float, int]], capacity: int
-                    ) -> list[tuple[float, int]]:
-    """Every process's finished games of this update, on every process.
+def gather_episodes(episodes: list[tuple], capacity: int, num_metrics: int = 0
+                    ) -> list[tuple]:
+    """Every process's finished games of this update, on every process: (return, length,
+    *`num_metrics` episode metrics) each.
 
     `capacity` bounds the games one process can finish per update (T * B: a step ends at most
     one game per env), so the padded exchange has a fixed shape and compiles once.
@@ -103,11 +104,13 @@ def gather_episodes(episodes: list[tuple[float, int]], capacity: int
     from jax.experimental import multihost_utils
     if len(episodes) > capacity:
         raise ValueError(f"{len(episodes)} episodes exceed capacity {capacity}")
-    local = np.zeros((capacity, 3), np.float32)  # return, length, present
-    for i, (ret, length) in enumerate(episodes):
-        local[i] = (ret, length, 1.0)
-    every = np.asarray(multihost_utils.process_allgather(local)).reshape(-1, 3)
-    return [(float(r), int(n)) for r, n, present in every if present > 0]
+    width = 3 + num_metrics
+    local = np.zeros((capacity, width), np.float32)  # present, return, length, metrics
+    for i, game in enumerate(episodes):
+        local[i] = (1.0, *game)
+    every = np.asarray(multihost_utils.process_allgather(local)).reshape(-1, width)
+    return [(float(row[1]), int(row[2]), *(float(v) for v in row[3:]))
+            for row in every if row[0] > 0]
 
 
 class PeerLost(RuntimeError):

@@ -11,9 +11,11 @@ import sys
 import threading
 import time
 from time import monotonic as _monotonic  # apart: tests fake `time`, the rows' clock
-from typing import Mapping
+from typing import Mapping, Sequence
 
 import numpy as np
+
+from podracer.episode_metrics import BUILT_IN
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,33 +30,59 @@ class WandbConfig:
     mode: str = ""                     # online | offline | disabled ("" = wandb's default)
 
 
-class EpisodeStats:
-    """Rolling window of finished games (true returns and lengths)."""
+_EPISODE_KEYS = tuple(f"episode/{name}" for name in BUILT_IN)
 
-    def __init__(self, window: int = 100) -> None:
+
+class EpisodeStats:
+    """Rolling window of finished games: true returns and lengths, and the values of each
+    episode metric (env.episode_metrics, podracer/episode_metrics.py) by name. A game is
+    (return, length, *metric values) in the order of `metrics`; a metric's summary is the
+    mean over the window of the games that reported it (NaN = not reported)."""
+
+    def __init__(self, window: int = 100, metrics: Sequence[str] = ()) -> None:
         self.returns: collections.deque = collections.deque(maxlen=window)
         self.lengths: collections.deque = collections.deque(maxlen=window)
+        self.metrics = {name: collections.deque(maxlen=window) for name in metrics}
         self.total_episodes = 0
         self.best_mean = float("-inf")  # best rolling mean so far (full windows only)
 
-    def add(self, episodes: list[tuple[float, int]]) -> None:
-        for ret, length in episodes:
+    @classmethod
+    def restored(cls, state: Mapping) -> "EpisodeStats":
+        """The statistics a state_dict holds, with the metrics it names."""
+        stats = cls(metrics=tuple(state.get("metrics", {})))
+        stats.load_state_dict(state)
+        return stats
+
+    def add(self, episodes: Sequence[tuple]) -> None:
+        columns = tuple(self.metrics.values())
+        for ret, length, *values in episodes:
             self.returns.append(ret)
             self.lengths.append(length)
+            for column, value in zip(columns, values):
+                column.append(value)
         self.total_episodes += len(episodes)
         if len(self.returns) == self.returns.maxlen:
             self.best_mean = max(self.best_mean, float(np.mean(self.returns)))
 
     def state_dict(self) -> dict:
         """JSON-able state, so a resumed run's episode curves continue where they were."""
-        return {"returns": [float(r) for r in self.returns],
-                "lengths": [int(n) for n in self.lengths],
-                "total_episodes": self.total_episodes,
-                "best_mean": self.best_mean if np.isfinite(self.best_mean) else None}
+        state = {"returns": [float(r) for r in self.returns],
+                 "lengths": [int(n) for n in self.lengths],
+                 "total_episodes": self.total_episodes,
+                 "best_mean": self.best_mean if np.isfinite(self.best_mean) else None}
+        if self.metrics:  # NaN (a game that did not report the field) as null
+            state["metrics"] = {name: [float(v) if np.isfinite(v) else None for v in column]
+                                for name, column in self.metrics.items()}
+        return state
 
     def load_state_dict(self, state: Mapping) -> None:
+        """Restores `state`; of its metrics, those this run logs (a metric new to the run
+        starts empty, one it no longer logs is dropped)."""
         self.returns.extend(state.get("returns", []))
         self.lengths.extend(state.get("lengths", []))
+        saved = state.get("metrics", {})
+        for name, column in self.metrics.items():
+            column.extend(float("nan") if v is None else float(v) for v in saved.get(name, []))
         self.total_episodes = int(state.get("total_episodes", 0))
         best = state.get("best_mean")
         self.best_mean = float("-inf") if best is None else float(best)
@@ -63,10 +91,16 @@ class EpisodeStats:
         if not self.returns:
             return {}
         best = {"episode/return_best_mean": self.best_mean} if self.best_mean > -np.inf else {}
-        return {**best, "episode/return_mean": float(np.mean(self.returns)),
-                "episode/return_max": float(np.max(self.returns)),
-                "episode/length_mean": float(np.mean(self.lengths)),
-                "episode/count": float(self.total_episodes)}
+        out = {**best, "episode/return_mean": float(np.mean(self.returns)),
+               "episode/return_max": float(np.max(self.returns)),
+               "episode/length_mean": float(np.mean(self.lengths)),
+               "episode/count": float(self.total_episodes)}
+        for name, column in self.metrics.items():
+            values = np.asarray(column, np.float64)
+            values = values[np.isfinite(values)]
+            if values.size:
+                out[f"episode/{name}"] = float(values.mean())
+        return out
 
 
 class MetricsLogger:
@@ -169,8 +203,11 @@ class MetricsLogger:
         eta = max(0, self.total_steps - step) / sps if sps > 0 else float("nan")
         ret = s.get("episode/return_mean", float("nan"))
         loss = s.get("loss/total", float("nan"))
+        # The env.episode_metrics beside the return (episode/crashed -> "crashed 0.12").
+        extra = "".join(f"  {k[len('episode/'):]} {v:.3g}" for k, v in s.items()
+                        if k.startswith("episode/") and k not in _EPISODE_KEYS)
         print(f"[{elapsed:7.0f}s] steps {step:>10,d}/{self.total_steps:,d}  "
-              f"sps {sps:8.0f}  return {ret:8.2f}  loss {loss:8.4f}  "
+              f"sps {sps:8.0f}  return {ret:8.2f}{extra}  loss {loss:8.4f}  "
               f"lag {s.get('policy_lag/mean', 0.0):4.1f}  eta {_fmt_time(eta)}",
               file=sys.stdout, flush=True)
 

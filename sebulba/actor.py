@@ -22,7 +22,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import jax
 import numpy as np
@@ -33,6 +33,7 @@ from sebulba.actor_pools import OVERLAP_MODES, HalfPool, build_halves, close_qui
 # RolloutMessage is also imported from here by sebulba/runner.py.
 from sebulba.actor_rollout import RolloutMessage, RolloutSteps, assemble
 from podracer.agent import Agent
+from podracer.episode_metrics import EpisodeMetric
 from sebulba.env_guard import CheckedEnv, EnvFault
 from sebulba.envs import TimeStep
 from sebulba.pipeline import Lifetime, ParamsSource, Stopped, blocking_put
@@ -46,7 +47,8 @@ class ActorThread(threading.Thread):
     without their own `send`/`recv` step in a helper thread), "off" one pool, "auto" see
     `actor_pools.wants_overlap`. `num_envs` (the whole pool's size) spares a probe pool when
     overlapping. `policy`: the jitted policy step (default: `policy_fn(agent)`, shared by all
-    threads).
+    threads). `episode_metrics`: the env.episode_metrics each finished game carries after its
+    return and length.
     """
 
     def __init__(self, *, actor_id: int, device: jax.Device, agent: Agent,
@@ -57,7 +59,8 @@ class ActorThread(threading.Thread):
                  max_env_restarts: int = 0,
                  make_env_sized: Callable[[int, int], Any] | None = None,
                  overlap: str | bool = "auto", num_envs: int | None = None,
-                 policy: Callable | None = None) -> None:
+                 policy: Callable | None = None,
+                 episode_metrics: Sequence[EpisodeMetric] = ()) -> None:
         super().__init__(name=f"actor-{actor_id}", daemon=True)
         if isinstance(overlap, bool):
             overlap = "on" if overlap else "off"
@@ -75,6 +78,7 @@ class ActorThread(threading.Thread):
         self._on_step = on_step  # test hook for fault injection: (actor_id, t, ts)
         self._max_restarts = max_env_restarts  # EnvFaults survived by rebuilding the pool
         self._policy = policy if policy is not None else policy_fn(agent)
+        self._metrics = tuple(episode_metrics)
         # What the thread is doing since when, for the learner's stall warning (plain
         # attribute writes: cheap enough for the hot loop, and atomic under the GIL).
         self.phase, self.phase_since = "starting", time.perf_counter()
@@ -129,7 +133,8 @@ class ActorThread(threading.Thread):
         """Two half-pools (overlap) or one pool; env i of the thread gets seed + i either way."""
         self._halves, self.overlapping = build_halves(
             self.name, seed, mode=self._overlap, platform=self.device.platform,
-            num_envs=self._num_envs, make_env=self._make_env, make_sized=self._make_sized)
+            num_envs=self._num_envs, make_env=self._make_env, make_sized=self._make_sized,
+            metrics=self._metrics)
         self._env = self._halves[0].env
 
     def _close_envs(self) -> None:

@@ -14,35 +14,36 @@ measured to pay (`wants_overlap`, docs/benchmarks.md).
 """
 from __future__ import annotations
 
-import dataclasses
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from podracer.episode_metrics import EpisodeAccumulator, EpisodeMetric
 from sebulba.env_guard import CheckedEnv, has_native_send_recv
 from sebulba.envs import TimeStep
 
 OVERLAP_MODES = ("auto", "on", "off")
 
 
-@dataclasses.dataclass
 class EpisodeCounter:
-    """True game returns and lengths, accumulated on the host per env."""
+    """True game returns and lengths, and the env.episode_metrics of each game, accumulated on
+    the host per env. A finished game is (return, length, *metric values)."""
 
-    returns: np.ndarray
-    lengths: np.ndarray
+    def __init__(self, n: int, metrics: Sequence[EpisodeMetric] = ()) -> None:
+        self.returns = np.zeros(n, np.float64)
+        self.lengths = np.zeros(n, np.int64)
+        self.metrics = EpisodeAccumulator(metrics, n) if metrics else None
 
-    @classmethod
-    def zeros(cls, n: int) -> "EpisodeCounter":
-        return cls(np.zeros(n, np.float64), np.zeros(n, np.int64))
-
-    def update(self, ts: TimeStep, valid: np.ndarray, out: list[tuple[float, int]]) -> None:
+    def update(self, ts: TimeStep, valid: np.ndarray, out: list[tuple]) -> None:
         self.returns += ts.reward
         self.lengths += valid
+        if self.metrics is not None:
+            self.metrics.update(ts.info, valid)
         over = ts.episode_over
         if over.any():  # rare: the common step skips the index search
             for i in np.flatnonzero(over):
-                out.append((float(self.returns[i]), int(self.lengths[i])))
+                extra = self.metrics.finish(i) if self.metrics is not None else ()
+                out.append((float(self.returns[i]), int(self.lengths[i]), *extra))
             self.returns[over] = 0.0
             self.lengths[over] = 0
 
@@ -64,7 +65,8 @@ class HalfPool:
     """One part of a thread's envs (the whole pool when not overlapping) and its per-env
     state: the latest observation, reset flags, LSTM core state and episode counters."""
 
-    def __init__(self, env: CheckedEnv, lo: int, overlap: bool) -> None:
+    def __init__(self, env: CheckedEnv, lo: int, overlap: bool,
+                 metrics: Sequence[EpisodeMetric] = ()) -> None:
         self.env, self.n, self.lo = env, env.num_envs, lo
         self.hi = lo + self.n
         self.overlap = overlap  # send/recv (steps in the background) rather than step
@@ -74,7 +76,7 @@ class HalfPool:
         # of a pool, and the step after each reset step (valid False) of the previous one.
         self.reset = np.ones(self.n, bool)
         self.core: Any = None
-        self.counter = EpisodeCounter.zeros(self.n)
+        self.counter = EpisodeCounter(self.n, metrics)
         self._action: Any = None
 
     def send(self, action: Any) -> None:
@@ -89,10 +91,12 @@ class HalfPool:
 
 def build_halves(name: str, seed: int, *, mode: str, platform: str, num_envs: int | None,
                  make_env: Callable[[int], Any],
-                 make_sized: Callable[[int, int], Any] | None) -> tuple[list[HalfPool], bool]:
+                 make_sized: Callable[[int, int], Any] | None,
+                 metrics: Sequence[EpisodeMetric] = ()) -> tuple[list[HalfPool], bool]:
     """Two half-pools (overlap) or one pool; env i of the thread gets seed + i either way.
     Returns (the half-pools, whether they overlap). `name` (the thread's) names the envs in
-    errors; `num_envs`, when known, spares a probe pool."""
+    errors; `num_envs`, when known, spares a probe pool; `metrics` (env.episode_metrics) are
+    reduced over each game beside its return."""
     n, full = num_envs, None
     if mode != "off" and make_sized is not None and (mode == "on" or platform != "cpu"):
         if n is None:  # not told: the whole pool says how many envs a thread has
@@ -106,15 +110,15 @@ def build_halves(name: str, seed: int, *, mode: str, platform: str, num_envs: in
             first = make_sized(n_a, seed)
             if wants_overlap(mode, first, platform):
                 second = make_sized(n - n_a, seed + n_a)  # envs n_A.. keep their seeds
-                return [HalfPool(CheckedEnv(first, f"{name}[A]"), 0, True),
-                        HalfPool(CheckedEnv(second, f"{name}[B]"), n_a, True)], True
+                return [HalfPool(CheckedEnv(first, f"{name}[A]"), 0, True, metrics),
+                        HalfPool(CheckedEnv(second, f"{name}[B]"), n_a, True, metrics)], True
             close_quietly(first)  # "auto" on an env that steps in the caller's thread
     env = full if full is not None else make_env(seed)
     if mode == "on":
         close_quietly(env)
         raise ValueError(f"overlap='on' needs at least 2 envs per actor thread and "
                          f"make_env_sized; {name} has {env.num_envs} env(s).")
-    return [HalfPool(CheckedEnv(env, name), 0, False)], False
+    return [HalfPool(CheckedEnv(env, name), 0, False, metrics)], False
 
 
 def close_quietly(env) -> None:

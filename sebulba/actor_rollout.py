@@ -26,7 +26,7 @@ class RolloutMessage:
     rollout: Rollout
     param_version: int          # version of the params that produced the rollout
     env_steps: int              # T * B agent steps in this rollout
-    episodes: list[tuple[float, int]]  # (return, length) of games finished in this rollout
+    episodes: list[tuple]       # (return, length, *metrics) of games finished in it
     timings: dict[str, float]   # seconds spent per stage in this rollout
     actor_id: int
 
@@ -41,7 +41,7 @@ class RolloutSteps:
         self.first_state: list = [None] * halves
         self.reward = np.zeros((T, B), np.float32)
         self.terminated, self.truncated, self.valid = (np.zeros((T, B), bool) for _ in range(3))
-        self.episodes: list[tuple[float, int]] = []
+        self.episodes: list[tuple] = []
 
 
 # Steps are stacked in chunks: XLA's compile time grows with the number of operands, and one

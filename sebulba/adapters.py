@@ -61,11 +61,11 @@ class GymnasiumVectorEnv:
         return to_float32(obs)
 
     def step(self, action: Any) -> TimeStep:
-        obs, reward, terminated, truncated, _ = self._env.step(action)
+        obs, reward, terminated, truncated, info = self._env.step(action)
         terminated = np.asarray(terminated, bool)
         truncated = np.asarray(truncated, bool) & ~terminated
         return TimeStep(to_float32(obs), np.asarray(reward, np.float32), terminated, truncated,
-                        terminated | truncated)
+                        terminated | truncated, info)
 
     def render(self, env_id: int = 0) -> Any:
         return self._env.call("render")[env_id]

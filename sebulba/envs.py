@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from podracer import episode_metrics
 from sebulba import adapters, registry
 # Re-exported: the step record and the float32 cast are part of this module's env API.
 from sebulba.timestep import TimeStep, to_float32# noqa: F401
@@ -50,8 +51,16 @@ class EnvConfig:
     # Extra settings: passed to a registered env's maker (as env_config.options), to
     # gymnasium.make for "gymnasium:<id>" names, and to envpool.make for EnvPool ids.
     options: dict[str, Any] = dataclasses.field(default_factory=dict)
+    # Per-step info fields reduced over each game and logged beside the return, as
+    # "field:reduction,..." with max | mean | sum | last, e.g. "crashed:max,speed:mean"
+    # (podracer/episode_metrics.py); "" = none.
+    episode_metrics: str = ""
 
     def __post_init__(self) -> None:
+        try:
+            episode_metrics.parse(self.episode_metrics)
+        except ValueError as e:
+            raise ValueError(f"episode_metrics={self.episode_metrics!r}: {e}") from None
         # EnvPool 1.2 segfaults on reset with noop_max=0; 1 already means "no no-ops".
         if self.noop_max < 1:
             raise ValueError(f"noop_max={self.noop_max}; must be >= 1 (1 = no random no-ops; "
@@ -154,7 +163,8 @@ class EnvPoolEnv:
 
     def _timestep(self, obs, reward, terminated, truncated, info) -> TimeStep:
         over = truncated | (info["terminated"].astype(bool) if self.atari else terminated)
-        return TimeStep(to_float32(obs), reward.astype(np.float32), terminated, truncated, over)
+        return TimeStep(to_float32(obs), reward.astype(np.float32), terminated, truncated, over,
+                        info)
 
     def render(self, env_id: int = 0) -> np.ndarray:
         """RGB frame [H, W, 3] of one env; needs render_mode="rgb_array" at creation."""
@@ -162,6 +172,30 @@ class EnvPoolEnv:
 
     def close(self) -> None:
         self._env.close()
+
+
+def info_fields(env: Any) -> tuple[str, ...]:
+    """The info fields an env batch reports, for the check of env.episode_metrics: its
+    `info_fields` attribute where it declares one (an env that reports a field only at a
+    game's end must), else the fields of the info of one step with random actions (the env is
+    reset first; it is left mid-game)."""
+    declared = getattr(env, "info_fields", None)
+    if declared is not None:
+        return tuple(declared)
+    env.reset()
+    return episode_metrics.reported_fields(env.step(sample_actions(env.action_space,
+                                                                   env.num_envs)).info)
+
+
+def sample_actions(space: Any, n: int) -> Any:
+    """`n` random actions of a gymnasium space, batched as the policy emits them (an array
+    with a leading env axis, or a dict/tuple of such arrays)."""
+    from gymnasium import spaces
+    if isinstance(space, spaces.Dict):
+        return {k: sample_actions(s, n) for k, s in space.spaces.items()}
+    if isinstance(space, spaces.Tuple):
+        return tuple(sample_actions(s, n) for s in space.spaces)
+    return np.stack([np.asarray(space.sample()) for _ in range(n)])
 
 
 def make_env(cfg: EnvConfig, num_envs: int, seed: int,

@@ -29,7 +29,7 @@ import dataclasses
 import queue
 import threading
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import jax
 import numpy as np
@@ -38,6 +38,7 @@ from podracer import distributed
 from podracer.agent import Agent, PyTree
 from podracer.batch import UpdatePlan
 from podracer.checkpoint import Checkpointer, Progress
+from podracer.episode_metrics import EpisodeMetric
 from podracer.finite import NonFiniteError
 from podracer.ledger import Ledger
 from podracer.logging import EpisodeStats, MetricsLogger
@@ -71,7 +72,8 @@ def train(agent: Agent, make_env: Callable[[int, int], Any], rc: RuntimeConfig,
           on_update: Callable[[int, int, PyTree], None] | None = None,
           actor_hook: Callable | None = None, checkpointer: Checkpointer | None = None,
           resume: Progress | None = None, example_obs: PyTree | None = None,
-          topology: Topology | None = None) -> TrainResult:
+          topology: Topology | None = None,
+          episode_metrics: Sequence[EpisodeMetric] = ()) -> TrainResult:
     """Trains `agent` for the run's planned updates (`rc.plan(...).num_updates` when fresh);
     `make_env(num_envs, seed)` builds a batch. An auto (0) `rc.num_actor_threads` is resolved
     here for this machine (sebulba.layout.resolve; a run from a config has resolved it when it
@@ -81,6 +83,8 @@ def train(agent: Agent, make_env: Callable[[int, int], Any], rc: RuntimeConfig,
     probed the env already (then it is not probed again). It also lets the learner compile in
     the background while the actors start (sebulba/warmup.py). `topology`: the run's device
     topology, if the caller has built it already (for `rc`'s device ids).
+    `episode_metrics`: info fields reduced over each game and logged beside the return
+    (env.episode_metrics; the env's fields were checked by the caller).
 
     `on_update(update, env_steps, learner_state)` runs after each update. `checkpointer` saves
     on its schedule and once more at the end (also after errors and signals, whenever the
@@ -107,7 +111,7 @@ def train(agent: Agent, make_env: Callable[[int, int], Any], rc: RuntimeConfig,
     lifetime = Lifetime()
     params = ParamsSource(list(topo.actor_devices), lifetime, rc.stall_warning_s)
     loop = _LearnerLoop(rc, plan, logger, lifetime, [], topo, state, resume, packer,
-                        checkpointer, on_update)
+                        checkpointer, on_update, tuple(m.name for m in episode_metrics))
     if example_obs is not None and loop.updates < loop.end_update:
         # Compile the learner while the actors start and compile (never for a run with
         # nothing left to do: a compile still running at interpreter exit aborts it).
@@ -124,7 +128,7 @@ def train(agent: Agent, make_env: Callable[[int, int], Any], rc: RuntimeConfig,
     with StopOnSignal(lifetime.stop) as signals:
         loop.urgent = signals.urgent
         actors, loop.queues = _start_actors(agent, make_env, rc, topo, params, lifetime,
-                                            actor_hook, loop.updates)
+                                            actor_hook, loop.updates, episode_metrics)
         loop.actors = actors
         try:
             loop.run(learn, agent, params)
@@ -164,9 +168,7 @@ def train(agent: Agent, make_env: Callable[[int, int], Any], rc: RuntimeConfig,
 
 
 def _episode_summary(state: dict) -> dict[str, float]:
-    stats = EpisodeStats()
-    stats.load_state_dict(state)
-    return stats.summary()
+    return EpisodeStats.restored(state).summary()
 
 
 def _init(agent: Agent, key, example_obs) -> PyTree:
@@ -194,7 +196,7 @@ def actor_seed(seed: int, actor_id: int, start_update: int = 0) -> int:
 
 
 def _start_actors(agent, make_env, rc, topo: Topology, params, lifetime, hook,
-                  start_update: int):
+                  start_update: int, episode_metrics: Sequence[EpisodeMetric]):
     actors, queues = [], []
     for d, device in enumerate(topo.actor_devices):
         for t in range(rc.num_actor_threads):
@@ -208,7 +210,8 @@ def _start_actors(agent, make_env, rc, topo: Topology, params, lifetime, hook,
                 learner_sharding=topo.local_batch_sharded(), lifetime=lifetime,
                 synchronous=rc.synchronous, on_step=hook,
                 max_env_restarts=rc.max_env_restarts if rc.restart_envs_on_error else 0,
-                make_env_sized=make_env, overlap=rc.actor_overlap, num_envs=rc.envs_per_thread))
+                make_env_sized=make_env, overlap=rc.actor_overlap, num_envs=rc.envs_per_thread,
+                episode_metrics=episode_metrics))
             queues.append(q)
     for a in actors:
         a.start()
@@ -226,10 +229,12 @@ class _LearnerLoop:
     def __init__(self, rc: RuntimeConfig, plan: UpdatePlan, logger: MetricsLogger,
                  lifetime: Lifetime, queues: list[queue.Queue], topo: Topology, state: PyTree,
                  resume: Progress | None = None, packer: MetricsPacker | None = None,
-                 checkpointer: Checkpointer | None = None, on_update=None) -> None:
+                 checkpointer: Checkpointer | None = None, on_update=None,
+                 metric_names: Sequence[str] = ()) -> None:
         self.rc, self.plan, self.lifetime, self.queues = rc, plan, lifetime, queues
         self.topo = topo
-        self.episodes = EpisodeStats()  # working copy; the snapshot holds its state_dict
+        # The working copy; the snapshot holds its state_dict.
+        self.episodes = EpisodeStats(metrics=metric_names)
         if resume:
             self.episodes.load_state_dict(resume.episodes)
         self.snapshot = _Snapshot(state, resume.env_steps if resume else 0,
@@ -305,7 +310,7 @@ class _LearnerLoop:
                              + sum(m.env_steps for m in msgs) * self.topo.num_processes)
                 local_games = [e for m in msgs for e in m.episodes]
                 self.episodes.add(distributed.gather_episodes(
-                    local_games, sum(m.env_steps for m in msgs)))
+                    local_games, sum(m.env_steps for m in msgs), len(self.episodes.metrics)))
             # The update is fully accounted for: publish it, state and counters together.
             self.snapshot = _Snapshot(state, env_steps, done.updates + 1,
                                       self.episodes.state_dict())

@@ -14,6 +14,9 @@ class TimeStep(NamedTuple):
     terminated: np.ndarray   # [B] bool, episode ended in a terminal state (no bootstrap)
     truncated: np.ndarray    # [B] bool, episode cut by a time limit (bootstrap)
     episode_over: np.ndarray  # [B] bool, the real game ended (for return statistics)
+    # The env's per-step info: a dict of [B] arrays (nested dicts allowed; gymnasium's
+    # "_<key>" masks say which envs reported a key), read for env.episode_metrics; None = none.
+    info: Any = None
 
 
 def to_float32(obs: Any) -> Any:

@@ -37,6 +37,10 @@ class AnakinRuntime:
     takes_host_envs = False
 
     def read(self, config: ml_collections.ConfigDict, env):
+        if env.episode_metrics:
+            raise ConfigError(f"env.episode_metrics={env.episode_metrics!r}: runtime='anakin' "
+                              f"logs no episode metrics yet; runtime='sebulba' does (EnvPool, "
+                              f"gymnasium and registered envs).")
         return read_section(runtime.AnakinConfig, config, "", whole=False), env, None
 
     def read_members(self, config, ac: runtime.AnakinConfig, agent_cfg, run):

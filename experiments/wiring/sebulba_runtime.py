@@ -20,7 +20,7 @@ import ml_collections
 from anakin import envs as anakin_envs
 from experiments.wiring import anakin_runtime
 from experiments.wiring.runtimes import Started
-from podracer import compile_cache
+from podracer import compile_cache, episode_metrics
 from podracer.schema import read_section
 from podracer.validation import ConfigError
 from sebulba import envs, evaluation, layout, registry, runner, topology
@@ -78,9 +78,13 @@ class SebulbaRuntime:
         topo = self.check_devices(rc)  # the run's one topology: the runner reuses it
         base_env = make_env or host_envs(sections.env)
         probe = base_env(1, rc.seed)  # the one env probe of the run: action space, example obs
-        action_space, example_obs = probe.action_space, probe.reset()
-        observation_space = getattr(probe, "observation_space", None)
-        probe.close()
+        try:
+            action_space, example_obs = probe.action_space, probe.reset()
+            observation_space = getattr(probe, "observation_space", None)
+            check_metrics(probe, sections.env)  # last: it steps the probe
+        finally:
+            probe.close()
+        metrics = episode_metrics.parse(sections.env.episode_metrics)
 
         def actor_env(n: int, seed: int):
             env = base_env(n, seed)
@@ -88,7 +92,7 @@ class SebulbaRuntime:
 
         def train(agent, logger, **kwargs):
             return runner.train(agent, actor_env, rc, logger, example_obs=example_obs,
-                                topology=topo, **kwargs)
+                                topology=topo, episode_metrics=metrics, **kwargs)
 
         # Evaluation plays whole games: env ids get the evaluation settings; a user's env
         # factory is used as it is.
@@ -103,6 +107,18 @@ class SebulbaRuntime:
         return Started(action_space, example_obs, rc.batch_shape(processes),
                        rc.plan(processes), (sections.layout.describe(),), train, play_for,
                        observation_space=observation_space)
+
+
+def check_metrics(probe, env: envs.EnvConfig) -> None:
+    """env.episode_metrics against the fields the env's info holds: one line naming them."""
+    metrics = episode_metrics.parse(env.episode_metrics)
+    if not metrics:
+        return
+    reported = envs.info_fields(probe)
+    try:
+        episode_metrics.check_reported(metrics, reported, f"env.name={env.name!r}")
+    except ValueError as e:
+        raise ConfigError(f"env.episode_metrics={env.episode_metrics!r}: {e}") from None
 
 
 def is_jax_env(env: envs.EnvConfig) -> bool:

@@ -101,7 +101,7 @@ def test_dm_env_round_trip():
     assert env.observation_space["img"] == gym.spaces.Box(0, 255, (2, 2), np.uint8)
     obs = env.reset()
     assert obs["t"].shape == (2,) and obs["t"].dtype == np.float32
-    counter, games = EpisodeCounter.zeros(2), []
+    counter, games = EpisodeCounter(2), []
     prev_done = np.zeros(2, bool)
     seen = []
     for i in range(7):

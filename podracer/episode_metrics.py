@@ -1,0 +1,147 @@
+"""Episode metrics beside the return: per-step `info` fields an env reports (a crash flag, a
+speed, a success flag), each reduced over a game (`max`, `mean`, `sum`, `last`) and logged per
+finished game over the same window as the return, so `episode/crashed` of `crashed:max` is the
+crash rate of the last games.
+
+`env.episode_metrics` names them as "field:reduction,...", e.g. "crashed:max,speed:mean".
+A field may name a nested entry with dots ("rewards.collision" is info["rewards"]["collision"]).
+`parse` reads that text; `reported_fields` lists what an info dict holds (for the refusal of
+a field the env does not report); `EpisodeAccumulator` reduces the fields over the games of a
+batch of envs on the host (Sebulba's actors and evaluation).
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping, NamedTuple, Sequence
+
+import numpy as np
+
+REDUCTIONS = ("max", "mean", "sum", "last")
+# The names EpisodeStats logs for every run (podracer/logging.py): a metric may not take them.
+BUILT_IN = ("return_mean", "return_max", "return_best_mean", "length_mean", "count")
+
+
+class EpisodeMetric(NamedTuple):
+    field: str      # the info entry, dotted for a nested one
+    reduction: str  # one of REDUCTIONS
+    name: str       # logged as episode/<name>
+
+
+def parse(text: str) -> tuple[EpisodeMetric, ...]:
+    """The metrics of "field:reduction,..." ("" = none). Raises ValueError naming the bad
+    entry and what is allowed. A field given twice is named `<field>_<reduction>`; a nested
+    field's dots become slashes in its name (TensorBoard groups by them)."""
+    pairs = []
+    for item in (s.strip() for s in str(text).split(",")):
+        if not item:
+            continue
+        field, sep, reduction = (s.strip() for s in item.rpartition(":"))
+        if not sep or not field:
+            raise ValueError(f"episode metric {item!r}: write field:reduction, e.g. "
+                             f"crashed:max (reductions: {', '.join(REDUCTIONS)}).")
+        if reduction not in REDUCTIONS:
+            raise ValueError(f"episode metric {item!r}: reduction {reduction!r} is not one of "
+                             f"{', '.join(REDUCTIONS)}.")
+        if (field, reduction) in pairs:
+            raise ValueError(f"episode metric {item!r} is given twice.")
+        pairs.append((field, reduction))
+    fields = [f for f, _ in pairs]
+    out = []
+    for field, reduction in pairs:
+        name = field.replace(".", "/")
+        if fields.count(field) > 1:
+            name = f"{name}_{reduction}"
+        if name in BUILT_IN:
+            raise ValueError(f"episode metric {field}:{reduction} would be logged as "
+                             f"episode/{name}, which the return statistics use; rename it.")
+        out.append(EpisodeMetric(field, reduction, name))
+    return tuple(out)
+
+
+def reported_fields(info: Mapping[str, Any] | None) -> tuple[str, ...]:
+    """The dotted names of an info dict's entries (nested dicts are walked); gymnasium's
+    "_<key>" masks are left out."""
+    out: list[str] = []
+
+    def walk(d: Mapping[str, Any], prefix: str) -> None:
+        for key, value in d.items():
+            if str(key).startswith("_"):
+                continue
+            name = f"{prefix}{key}"
+            if isinstance(value, Mapping):
+                walk(value, f"{name}.")
+            else:
+                out.append(name)
+
+    if info:
+        walk(info, "")
+    return tuple(out)
+
+
+def check_reported(metrics: Sequence[EpisodeMetric], reported: Sequence[str],
+                   where: str) -> None:
+    """Raises ValueError naming the first metric whose field `where` does not report, and the
+    fields it does report."""
+    for m in metrics:
+        if m.field not in reported:
+            have = ", ".join(sorted(reported)) or "none"
+            raise ValueError(f"episode metric {m.field}:{m.reduction}: {where} does not report "
+                             f"a field {m.field!r} in its info; it reports: {have}.")
+
+
+def info_value(info: Mapping[str, Any] | None, field: str, n: int
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """(values [n] float64, present [n] bool) of a dotted field of a batched info dict. A
+    gymnasium vector env marks the envs that reported a key with "_<key>"; a field missing
+    from this step's info is present nowhere."""
+    node: Any = info
+    mask = None
+    for key in field.split("."):
+        if not isinstance(node, Mapping) or key not in node:
+            return np.zeros(n), np.zeros(n, bool)
+        if f"_{key}" in node:
+            here = np.asarray(node[f"_{key}"], bool)
+            mask = here if mask is None else mask & here
+        node = node[key]
+    values = np.broadcast_to(np.asarray(node, np.float64), (n,))
+    present = np.ones(n, bool) if mask is None else np.broadcast_to(mask, (n,))
+    return values, present
+
+
+class EpisodeAccumulator:
+    """Each metric of each env of a batch, reduced over the valid steps of its current game."""
+
+    def __init__(self, metrics: Sequence[EpisodeMetric], n: int) -> None:
+        self.metrics, self.n = tuple(metrics), n
+        k = len(self.metrics)
+        self._value = np.zeros((k, n))
+        self._count = np.zeros((k, n), np.int64)  # steps that reported each field
+
+    def update(self, info: Mapping[str, Any] | None, valid: np.ndarray) -> None:
+        """One batched step: `valid` (bool [n]) marks envs whose step belongs to a game (not
+        the reset step of the one-step-late autoreset)."""
+        for j, m in enumerate(self.metrics):
+            x, present = info_value(info, m.field, self.n)
+            use = present & valid
+            if not use.any():
+                continue
+            v, c = self._value[j], self._count[j]
+            if m.reduction == "max":
+                v[use] = np.where(c[use] > 0, np.maximum(v[use], x[use]), x[use])
+            elif m.reduction == "last":
+                v[use] = x[use]
+            else:  # sum and mean both sum; mean divides at the game's end
+                v[use] += x[use]
+            c[use] += 1
+
+    def finish(self, i: int) -> tuple[float, ...]:
+        """Env i's game is over: its metrics (NaN for a field no step reported), then reset."""
+        out = []
+        for j, m in enumerate(self.metrics):
+            c, v = self._count[j, i], self._value[j, i]
+            if c == 0:
+                out.append(float("nan"))
+            else:
+                out.append(float(v / c if m.reduction == "mean" else v))
+        self._value[:, i] = 0.0
+        self._count[:, i] = 0
+        return tuple(out)
