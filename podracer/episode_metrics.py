@@ -5,9 +5,11 @@ crash rate of the last games.
 
 `env.episode_metrics` names them as "field:reduction,...", e.g. "crashed:max,speed:mean".
 A field may name a nested entry with dots ("rewards.collision" is info["rewards"]["collision"]).
-`parse` reads that text; `reported_fields` lists what an info dict holds (for the refusal of
-a field the env does not report); `EpisodeAccumulator` reduces the fields over the games of a
-batch of envs on the host (Sebulba's actors and evaluation).
+"rewards.*:sum" sums each term of a reward the env reports by name (info["rewards"]).
+`parse` reads that text; `reported_fields` lists what an info dict holds; `resolve` expands the
+wildcards against it and refuses a field the env does not report; `EpisodeAccumulator`
+reduces the fields over the games of a batch of envs on the host (Sebulba's actors and
+evaluation).
 """
 from __future__ import annotations
 
@@ -29,7 +31,9 @@ class EpisodeMetric(NamedTuple):
 def parse(text: str) -> tuple[EpisodeMetric, ...]:
     """The metrics of "field:reduction,..." ("" = none). Raises ValueError naming the bad
     entry and what is allowed. A field given twice is named `<field>_<reduction>`; a nested
-    field's dots become slashes in its name (TensorBoard groups by them)."""
+    field's dots become slashes in its name (TensorBoard groups by them). A field
+    "<prefix>.*" stands for every field under `prefix` (e.g. "rewards.*:sum", each reward
+    term), expanded by `resolve` once the env's fields are known."""
     pairs = []
     for item in (s.strip() for s in str(text).split(",")):
         if not item:
@@ -41,9 +45,16 @@ def parse(text: str) -> tuple[EpisodeMetric, ...]:
         if reduction not in REDUCTIONS:
             raise ValueError(f"episode metric {item!r}: reduction {reduction!r} is not one of "
                              f"{', '.join(REDUCTIONS)}.")
+        if "*" in field and (not field.endswith(".*") or "*" in field[:-2]):
+            raise ValueError(f"episode metric {item!r}: a wildcard stands for a whole level "
+                             f"at the end only, as in rewards.*:sum.")
         if (field, reduction) in pairs:
             raise ValueError(f"episode metric {item!r} is given twice.")
         pairs.append((field, reduction))
+    return _named(pairs)
+
+
+def _named(pairs: Sequence[tuple[str, str]]) -> tuple[EpisodeMetric, ...]:
     fields = [f for f, _ in pairs]
     out = []
     for field, reduction in pairs:
@@ -77,15 +88,27 @@ def reported_fields(info: Mapping[str, Any] | None) -> tuple[str, ...]:
     return tuple(out)
 
 
-def check_reported(metrics: Sequence[EpisodeMetric], reported: Sequence[str],
-                   where: str) -> None:
-    """Raises ValueError naming the first metric whose field `where` does not report, and the
-    fields it does report."""
+def resolve(metrics: Sequence[EpisodeMetric], reported: Sequence[str], where: str
+            ) -> tuple[EpisodeMetric, ...]:
+    """`metrics` with each "<prefix>.*" expanded to the fields under `prefix` that `where`
+    reports. Raises ValueError naming the first metric whose field it does not report (or
+    with nothing under a wildcard's prefix), and the fields it does report."""
+    have = ", ".join(sorted(reported)) or "none"
+    pairs: list[tuple[str, str]] = []
     for m in metrics:
-        if m.field not in reported:
-            have = ", ".join(sorted(reported)) or "none"
+        if m.field.endswith(".*"):
+            prefix = m.field[:-1]
+            found = [f for f in reported if f.startswith(prefix)]
+            if not found:
+                raise ValueError(f"episode metric {m.field}:{m.reduction}: {where} reports no "
+                                 f"field under {prefix[:-1]!r} in its info; it reports: {have}.")
+            pairs.extend((f, m.reduction) for f in found if (f, m.reduction) not in pairs)
+        elif m.field not in reported:
             raise ValueError(f"episode metric {m.field}:{m.reduction}: {where} does not report "
                              f"a field {m.field!r} in its info; it reports: {have}.")
+        elif (m.field, m.reduction) not in pairs:
+            pairs.append((m.field, m.reduction))
+    return _named(pairs)
 
 
 def info_value(info: Mapping[str, Any] | None, field: str, n: int
@@ -145,3 +168,15 @@ class EpisodeAccumulator:
         self._value[:, i] = 0.0
         self._count[:, i] = 0
         return tuple(out)
+
+
+def metric_means(values: Mapping[str, Sequence[float]]) -> dict[str, float]:
+    """Each metric's mean over the games that reported it (NaN = not reported); a metric no
+    game reported is left out."""
+    out = {}
+    for name, column in values.items():
+        x = np.asarray(column, np.float64)
+        x = x[np.isfinite(x)]
+        if x.size:
+            out[name] = float(x.mean())
+    return out

@@ -17,6 +17,7 @@ import jax
 import numpy as np
 
 from podracer import signals
+from podracer.episode_metrics import metric_means
 
 # Training env seeds stay below 2**30 plus small per-actor/host offsets (runner.actor_seed);
 # EnvPool needs int32 seeds, so evaluation starts high in the int32 range.
@@ -132,7 +133,9 @@ class PeriodicEvaluator:
                 return
         start = time.perf_counter()
         try:
-            returns, lengths = self._play(ap, self._seed + update % 2**19, self._stop.is_set)
+            # (returns, lengths), and the episode metrics by name where the runtime has them.
+            returns, lengths, *metrics = self._play(ap, self._seed + update % 2**19,
+                                                    self._stop.is_set)
         except Exception as e:  # noqa: BLE001 - evaluation must not end training
             self._fail(f"at update {update}", e)
             return
@@ -147,6 +150,8 @@ class PeriodicEvaluator:
         scalars = {**{f"eval/return_{k}": v for k, v in stats.items()},
                    "eval/length_mean": float(np.mean(lengths)), "eval/episodes": len(returns),
                    "eval/update": update, "eval/seconds": seconds}
+        means = metric_means(metrics[0] if metrics else {})
+        scalars.update({f"eval/{name}": v for name, v in means.items()})
         with self._lock:
             if self._closed:  # close() gave up on this one: the files are closed
                 return
@@ -156,7 +161,9 @@ class PeriodicEvaluator:
         if self._logger.enabled:
             print(f"eval  update {update:,d} (env step {env_steps:,d}): {len(returns)} games, "
                   f"return mean {stats['mean']:.2f} (median {stats['median']:.2f}, min "
-                  f"{stats['min']:.2f}, max {stats['max']:.2f}) in {seconds:.0f}s", flush=True)
+                  f"{stats['min']:.2f}, max {stats['max']:.2f})"
+                  f"{''.join(f', {n} {v:.3g}' for n, v in means.items())} in {seconds:.0f}s",
+                  flush=True)
 
     def close(self, wait_s: float | None = None) -> None:
         """Waits for the evaluation in flight, then evaluates the final policy (if `final`

@@ -15,7 +15,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from podracer.episode_metrics import BUILT_IN
+from podracer.episode_metrics import BUILT_IN, metric_means
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,11 +95,7 @@ class EpisodeStats:
                "episode/return_max": float(np.max(self.returns)),
                "episode/length_mean": float(np.mean(self.lengths)),
                "episode/count": float(self.total_episodes)}
-        for name, column in self.metrics.items():
-            values = np.asarray(column, np.float64)
-            values = values[np.isfinite(values)]
-            if values.size:
-                out[f"episode/{name}"] = float(values.mean())
+        out.update({f"episode/{n}": v for n, v in metric_means(self.metrics).items()})
         return out
 
 

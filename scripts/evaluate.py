@@ -16,7 +16,8 @@ torsos or agents that a user module registers need `--import <module or file.py>
 whole (sebulba/evaluation.py, shared with in-training evaluation): no episodic life, no reward
 clipping (the runtime never clips; agents clip in their loss), and the training config's sticky
 actions and EnvPool time limit. Each of the `--num_envs` parallel envs plays a fixed share of the
-episodes, so short games are not over-represented. Prints mean/median/std/min/max and writes
+episodes, so short games are not over-represented. Prints mean/median/std/min/max, and the
+mean of each episode metric (the run's env.episode_metrics, or --episode_metrics), and writes
 JSON (default `<run_dir>/eval/update<N>-<policy>.json`). A user error (no checkpoint at the path,
 a damaged one, a bad --import, a policy the agent cannot play) prints one line and exits with
 status 2; `--verbose` shows its traceback. See docs/checkpoints.md.
@@ -50,6 +51,9 @@ from experiments.wiring import command_line
 from experiments.wiring import members as population
 # The game loop and its settings are shared with in-training evaluation.
 from podracer.evaluation import EVAL_SEED, summarize
+from podracer.episode_metrics import EpisodeMetric, metric_means
+from podracer.episode_metrics import parse as parse_metrics, resolve as resolve_metrics
+from sebulba.envs import info_fields
 from sebulba.evaluation import eval_env_config, play
 from experiments.wiring.user_modules import HELP as _IMPORT_HELP, import_modules
 from podracer.validation import ConfigError
@@ -169,6 +173,20 @@ def eval_envs(sections: wiring.Sections, noop_max: int | None = None,
     return wiring.host_envs(env_cfg, whole_games=True)
 
 
+def eval_metrics(make_env: Callable[[int, int], Any], text: str, env_name: str
+                 ) -> tuple[EpisodeMetric, ...]:
+    """The episode metrics of `text`, resolved against the fields the env reports (one probe
+    env; ValueError naming them)."""
+    metrics = parse_metrics(text)
+    if not metrics:
+        return ()
+    probe = make_env(1, 0)
+    try:
+        return resolve_metrics(metrics, info_fields(probe), f"env {env_name!r}")
+    finally:
+        probe.close()
+
+
 def load_policy(path: str, greedy: bool = True, imports: Sequence[str] = (),
                 member: int | None = None) -> Policy:
     """Rebuilds the run's agent from the checkpoint's config and restores its learner state
@@ -265,6 +283,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--num_envs", type=int, default=16, help="parallel envs (default 16)")
     p.add_argument("--seed", type=int, default=EVAL_SEED,
                    help=f"env/sampling seed (default {EVAL_SEED}, disjoint from training)")
+    p.add_argument("--episode_metrics", default=None, metavar="FIELD:REDUCTION,...",
+                   help="info fields reduced over each game (e.g. crashed:max,speed:mean); "
+                        "default: the run's env.episode_metrics")
     p.add_argument("--output", default="", help="JSON path; default <run_dir>/eval/...")
     add_member_flag(p)
     add_import_flag(p)
@@ -284,7 +305,12 @@ def main(argv=None) -> dict:
     env_cfg = eval_env_config(policy.sections.env, args.noop_max, args.max_episode_steps)
     make_env = command_line_call(args, eval_envs, policy.sections, args.noop_max,
                                  args.max_episode_steps)
-    returns, lengths = play(policy.new_actor, make_env, args.episodes, args.num_envs, args.seed)
+    text = (policy.sections.env.episode_metrics if args.episode_metrics is None
+            else args.episode_metrics)
+    metrics = command_line_call(args, eval_metrics, make_env, text, env_cfg.name)
+    returns, lengths, values = play(policy.new_actor, make_env, args.episodes, args.num_envs,
+                                    args.seed, metrics=metrics)
+    means = metric_means(values)
     meta, member = policy.meta, policy.member
     report = {"checkpoint": policy.checkpoint, "experiment": meta.get("experiment"),
               **({"member": member.index, "member_name": member.name, "seed_trained":
@@ -295,7 +321,11 @@ def main(argv=None) -> dict:
               "repeat_action_probability": env_cfg.repeat_action_probability,
               "seed": args.seed, **summarize(returns),
               "length_mean": float(np.mean(lengths)), "seconds": time.time() - start,
-              "returns": returns, "lengths": lengths}
+              **({"episode_metrics": means} if metrics else {}),
+              "returns": returns, "lengths": lengths,
+              # per game; null where a game did not report the field
+              **({"metrics": {n: [v if np.isfinite(v) else None for v in column]
+                              for n, column in values.items()}} if metrics else {})}
     tag = f"-member{member.index}" if member else ""
     out = args.output or default_output(policy.checkpoint, meta, "eval",
                                         f"{tag}-{args.policy}.json")
@@ -305,7 +335,8 @@ def main(argv=None) -> dict:
     print(f"{report['env']} update {report['updates']:,} ({report['env_steps']:,} env steps), "
           f"{len(returns)} games, {args.policy}: mean {report['mean']:.2f}  median "
           f"{report['median']:.2f}  std {report['std']:.2f}  min {report['min']:.2f}  max "
-          f"{report['max']:.2f}  (mean length {report['length_mean']:.0f})\nwrote {out}",
+          f"{report['max']:.2f}  (mean length {report['length_mean']:.0f})"
+          f"{''.join(f'  {n} {v:.3g}' for n, v in means.items())}\nwrote {out}",
           flush=True)
     return report
 

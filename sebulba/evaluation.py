@@ -11,11 +11,12 @@ state), built by the caller: this module knows no algorithm.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import jax
 import numpy as np
 
+from podracer.episode_metrics import EpisodeAccumulator, EpisodeMetric
 from sebulba import envs
 
 EnvFactory = Callable[[int, int], Any]  # (num_envs, seed) -> env batch (sebulba/envs.py API)
@@ -36,10 +37,12 @@ def eval_env_config(config, noop_max: int | None = None,
 
 
 def play(new_actor: Callable[[int], Any], make_env: EnvFactory, episodes: int, num_envs: int,
-         seed: int, should_stop: Callable[[], bool] = lambda: False
-         ) -> tuple[list[float], list[int]]:
-    """(returns, lengths) of `episodes` games; env i plays a fixed quota of them, so short games
-    are not over-represented. Stops early (with what finished) once `should_stop()`."""
+         seed: int, should_stop: Callable[[], bool] = lambda: False,
+         metrics: Sequence[EpisodeMetric] = ()
+         ) -> tuple[list[float], list[int], dict[str, list[float]]]:
+    """(returns, lengths, each of `metrics`' values by name) of `episodes` games; env i plays a
+    fixed quota of them, so short games are not over-represented. Stops early (with what
+    finished) once `should_stop()`."""
     num_envs = max(1, min(num_envs, episodes))
     quota = np.array([episodes // num_envs + (i < episodes % num_envs) for i in range(num_envs)])
     env = make_env(num_envs, seed)
@@ -50,6 +53,8 @@ def play(new_actor: Callable[[int], Any], make_env: EnvFactory, episodes: int, n
     prev_over = np.zeros(num_envs, bool)
     returns: list[float] = []
     lengths: list[int] = []
+    values: dict[str, list[float]] = {m.name: [] for m in metrics}
+    acc = EpisodeAccumulator(metrics, num_envs)
     obs = env.reset()
     try:
         while (done < quota).any() and not should_stop():
@@ -58,13 +63,17 @@ def play(new_actor: Callable[[int], Any], make_env: EnvFactory, episodes: int, n
             actor.observe(ts.terminated, ts.truncated)
             ret += ts.reward
             length += ~prev_over  # the step after a game's end is EnvPool's reset step
+            acc.update(ts.info, ~prev_over)
             for i in np.flatnonzero(ts.episode_over):
+                game = acc.finish(i)
                 if done[i] < quota[i]:
                     returns.append(float(ret[i]))
                     lengths.append(int(length[i]))
+                    for m, v in zip(metrics, game):
+                        values[m.name].append(v)
                     done[i] += 1
             ret[ts.episode_over], length[ts.episode_over] = 0.0, 0
             prev_over, obs = ts.episode_over, ts.obs
     finally:
         env.close()
-    return returns, lengths
+    return returns, lengths, values

@@ -37,6 +37,9 @@ def get_config(variant: str = "ppo") -> ml_collections.ConfigDict:
         name="Driving-v0",             # registered by examples/driving/__init__.py
         num_threads=0,                 # EnvPool-only fields, unused by this env
         max_episode_steps=0,
+        # The crash rate and each reward term's sum per game, beside the return
+        # (podracer/episode_metrics.py; the env's info holds them).
+        episode_metrics="crashed:max,rewards.*:sum",
         options=dict(                  # DrivingEnv's constructor arguments
             max_steps=200,             # time limit (truncation)
             sensor_noise=0.02,         # std of the noise on the state vector

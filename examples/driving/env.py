@@ -14,7 +14,9 @@ Rewards are shaped and delayed: 0.2 per unit of forward progress each step; +1 f
 10 units driven, paid only when the checkpoint is passed; -1 for a lane change whose turn
 signal was wrong when the car left its lane, paid when it reaches the new lane's centre; a
 small steering penalty; -5 for hitting a car or leaving the road, which terminates the
-episode. Episodes are truncated after `max_steps` (200) steps.
+episode. Episodes are truncated after `max_steps` (200) steps. Each step's `info` holds those
+terms by name (`rewards`: progress, steering, checkpoint, signal, crash; they add up to the
+reward) and `crashed`, for `env.episode_metrics` (the example's configs log them).
 
 The batch follows the runtime's env API (sebulba/envs.py) natively, including EnvPool's
 one-step-late autoreset, so the runtime needs no adapter for it.
@@ -119,9 +121,10 @@ class DrivingEnv:
         self._y = self._y + self._speed * np.cos(self._heading)
         self._t += 1
 
-        reward = PROGRESS * (self._y - y_before) - 0.01 * steer ** 2
+        progress = PROGRESS * (self._y - y_before)
+        steering = -0.01 * steer ** 2
         # Delayed bonus: +1 when a checkpoint (every CHECKPOINT units) is passed.
-        reward += np.floor(self._y / CHECKPOINT) - np.floor(y_before / CHECKPOINT)
+        checkpoint = np.floor(self._y / CHECKPOINT) - np.floor(y_before / CHECKPOINT)
         # Turn signals, a delayed penalty: the signal is read when the car leaves its lane
         # and judged when it settles near the centre of another one (so weaving across a
         # lane line neither pays nor costs).
@@ -130,12 +133,17 @@ class DrivingEnv:
         self._exit_signal = np.where(leaving, signal, self._exit_signal)
         settled = (lane_after != self._lane) & (np.abs(self._x - lane_after - 0.5) < 0.25)
         wanted = np.where(lane_after < self._lane, 1, 2)  # left = towards x = 0
-        reward -= np.where(settled & (self._exit_signal != wanted), 1.0, 0.0)
+        signal_term = np.where(settled & (self._exit_signal != wanted), -1.0, 0.0)
         self._lane = np.where(settled, lane_after, self._lane)
         dx = np.abs(self._x[:, None] - self._cars[:, :, 0])
         dy = np.abs(self._y[:, None] - self._cars[:, :, 1])
         crashed = ((dx < 0.6) & (dy < 0.8)).any(axis=1) | (self._x < 0) | (self._x > LANES)
-        reward = np.where(crashed, CRASH, reward)
+        # A crash's step pays CRASH alone: the other terms are 0 there, so they add up to it.
+        # (Summed in the order the reward was always computed in: the same float values.)
+        terms = {"progress": progress, "steering": steering, "checkpoint": checkpoint,
+                 "signal": signal_term}
+        terms = {k: np.where(crashed, 0.0, v) for k, v in terms.items()}
+        terms["crash"] = np.where(crashed, CRASH, 0.0)
         terminated = crashed
         truncated = (self._t >= self.max_steps) & ~terminated
 
@@ -144,12 +152,18 @@ class DrivingEnv:
         resetting = self._needs_reset
         if resetting.any():
             self._start(np.flatnonzero(resetting))
-            reward[resetting] = 0.0
+            for term in terms.values():
+                term[resetting] = 0.0
             terminated, truncated = terminated & ~resetting, truncated & ~resetting
+            crashed = crashed & ~resetting
         self._respawn_passed()
         self._needs_reset = terminated | truncated
+        reward = sum(terms.values())
+        # The reward's terms by name, and the crash flag, for env.episode_metrics.
+        info = {"rewards": {k: v.astype(np.float32) for k, v in terms.items()},
+                "crashed": crashed}
         return TimeStep(self._obs(), reward.astype(np.float32), terminated, truncated,
-                        terminated | truncated)
+                        terminated | truncated, info)
 
     def close(self) -> None:
         pass

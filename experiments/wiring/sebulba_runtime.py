@@ -81,10 +81,9 @@ class SebulbaRuntime:
         try:
             action_space, example_obs = probe.action_space, probe.reset()
             observation_space = getattr(probe, "observation_space", None)
-            check_metrics(probe, sections.env)  # last: it steps the probe
+            metrics = check_metrics(probe, sections.env)  # last: it steps the probe
         finally:
             probe.close()
-        metrics = episode_metrics.parse(sections.env.episode_metrics)
 
         def actor_env(n: int, seed: int):
             env = base_env(n, seed)
@@ -101,7 +100,7 @@ class SebulbaRuntime:
         def play_for(player, run):
             return lambda ap, seed, should_stop: evaluation.play(
                 lambda n: player.actor(ap, n), eval_env, run.eval_episodes, run.eval_num_envs,
-                seed, should_stop)
+                seed, should_stop, metrics)
 
         processes = topo.num_processes
         return Started(action_space, example_obs, rc.batch_shape(processes),
@@ -109,14 +108,14 @@ class SebulbaRuntime:
                        observation_space=observation_space)
 
 
-def check_metrics(probe, env: envs.EnvConfig) -> None:
-    """env.episode_metrics against the fields the env's info holds: one line naming them."""
+def check_metrics(probe, env: envs.EnvConfig) -> tuple[episode_metrics.EpisodeMetric, ...]:
+    """env.episode_metrics resolved against the fields the env's info holds (wildcards
+    expanded); a field it does not hold stops the run in one line naming those it does."""
     metrics = episode_metrics.parse(env.episode_metrics)
     if not metrics:
-        return
-    reported = envs.info_fields(probe)
+        return ()
     try:
-        episode_metrics.check_reported(metrics, reported, f"env.name={env.name!r}")
+        return episode_metrics.resolve(metrics, envs.info_fields(probe), f"env.name={env.name!r}")
     except ValueError as e:
         raise ConfigError(f"env.episode_metrics={env.episode_metrics!r}: {e}") from None
 

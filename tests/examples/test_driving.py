@@ -47,6 +47,26 @@ def test_crash_terminates_then_reset_step():
     assert np.allclose(reset.obs["state"][:, 3], 0.0, atol=0.1)  # back in the middle lane
 
 
+def test_reward_terms_add_up_to_the_reward_and_crashed_marks_the_crash():
+    """Random driving: each step's info names the reward's terms, which sum to the reward
+    (reset steps: all 0), and `crashed` is the termination the crash term pays for."""
+    env = DrivingEnv(8, seed=1)
+    env.reset()
+    rng = np.random.default_rng(0)
+    crashes = 0
+    for _ in range(300):
+        ts = env.step({"steer": rng.uniform(-1, 1, (8, 1)).astype(np.float32),
+                       "throttle": rng.uniform(-1, 1, (8, 1)).astype(np.float32),
+                       "signal": rng.integers(0, 3, 8)})
+        terms = ts.info["rewards"]
+        assert set(terms) == {"progress", "steering", "checkpoint", "signal", "crash"}
+        np.testing.assert_allclose(sum(terms.values()), ts.reward, atol=1e-6)
+        np.testing.assert_array_equal(ts.info["crashed"], ts.terminated)
+        np.testing.assert_array_equal(terms["crash"], np.where(ts.terminated, CRASH, 0.0))
+        crashes += int(ts.terminated.sum())
+    assert crashes > 0
+
+
 def _change_lane(signal: int) -> float:
     """Drives from the middle lane to the left one with `signal`; the return of the move."""
     env = DrivingEnv(1, seed=0, steer_noise=0.0, sensor_noise=0.0)

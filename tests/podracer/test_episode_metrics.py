@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from podracer import distributed
-from podracer.episode_metrics import EpisodeAccumulator, EpisodeMetric, parse, reported_fields
+from podracer.episode_metrics import (EpisodeAccumulator, EpisodeMetric, parse, reported_fields,
+                                      resolve)
 from podracer.logging import EpisodeStats
 from podracer.validation import ConfigError
 from sebulba.actor_pools import EpisodeCounter
@@ -33,10 +34,24 @@ def test_parse_names_each_metric():
     ("crashed:maxi", r"reduction 'maxi' is not one of max, mean, sum, last"),
     ("crashed:max,crashed:max", r"given twice"),
     ("count:sum", r"logged as episode/count, which the return statistics use"),
+    ("rewards*:sum", r"a wildcard stands for a whole level at the end only"),
+    ("a.*.b:sum", r"a wildcard stands for a whole level at the end only"),
 ])
 def test_parse_refuses_malformed_text_naming_the_entry(text, match):
     with pytest.raises(ValueError, match=match):
         parse(text)
+
+
+def test_a_wildcard_expands_to_every_field_under_its_prefix():
+    reported = ("crashed", "rewards.lane", "rewards.goal", "speed")
+    got = resolve(parse("rewards.*:sum,crashed:max,rewards.goal:sum"), reported, "env 'E'")
+    assert got == (EpisodeMetric("rewards.lane", "sum", "rewards/lane"),
+                   EpisodeMetric("rewards.goal", "sum", "rewards/goal"),
+                   EpisodeMetric("crashed", "max", "crashed"))
+    with pytest.raises(ValueError, match=r"^episode metric terms\.\*:sum: env 'E' reports no "
+                                         r"field under 'terms' in its info; it reports: "
+                                         r"crashed, rewards\.goal, rewards\.lane, speed\.$"):
+        resolve(parse("terms.*:sum"), reported, "env 'E'")
 
 
 def _step(reward, over, info, terminated=None):
@@ -154,15 +169,36 @@ def test_highway_crash_rate_equals_the_count_from_envpools_own_info():
 
 
 def test_a_run_logs_them_and_refuses_a_field_the_env_does_not_report(tmp_path, capsys):
+    """A short HighwayFast-v0 run logs the crash rate and mean speed in training and in its
+    greedy evaluation; scripts/evaluate.py reports the run's metrics, or others it is given,
+    and refuses a field the env does not report (exit 2)."""
     from experiments import train
     from experiments.configs import ppo_classic
+    from scripts import evaluate
     config = quiet_config(ppo_classic.get_config(), tmp_path / "run", **{
-        "env.name": "HighwayFast-v0", "total_env_steps": 2048, "checkpoint_keep": 0,
+        "env.name": "HighwayFast-v0", "total_env_steps": 2048, "checkpoint_keep": 1,
+        "eval_every_updates": 1, "eval_episodes": 4, "eval_num_envs": 2,
         "env.episode_metrics": "crashed:max,speed:mean"})
     result = train.run(config)
-    rows = [r for r in read_metrics(tmp_path / "run") if "episode/crashed" in r]
-    assert rows and 0.0 <= rows[-1]["episode/crashed"] <= 1.0
+    rows = read_metrics(tmp_path / "run")
+    train_rows = [r for r in rows if "episode/crashed" in r]
+    assert train_rows and 0.0 <= train_rows[-1]["episode/crashed"] <= 1.0
     assert result.episode_summary["episode/speed"] > 0.0
+    eval_rows = [r for r in rows if "eval/return_mean" in r]
+    assert eval_rows and all(0.0 <= r["eval/crashed"] <= 1.0 and r["eval/speed"] > 0.0
+                             for r in eval_rows)
+    report = evaluate.main([str(tmp_path / "run"), "--episodes", "4", "--num_envs", "2",
+                            "--output", str(tmp_path / "e.json")])
+    crashed = report["metrics"]["crashed"]
+    assert len(crashed) == 4 and set(crashed) <= {0.0, 1.0}
+    assert report["episode_metrics"]["crashed"] == pytest.approx(np.mean(crashed))
+    report = evaluate.main([str(tmp_path / "run"), "--episodes", "2", "--num_envs", "2",
+                            "--episode_metrics", "elapsed_step:last",
+                            "--output", str(tmp_path / "e2.json")])
+    assert report["metrics"]["elapsed_step"] == [float(n) for n in report["lengths"]]
+    with pytest.raises(SystemExit) as exit_:
+        evaluate.main([str(tmp_path / "run"), "--episodes", "1", "--episode_metrics", "x:max"])
+    assert exit_.value.code == 2
     config = quiet_config(ppo_classic.get_config(), tmp_path / "run2", **{
         "env.name": "HighwayFast-v0", "env.episode_metrics": "crashed:max,lanes:max"})
     with pytest.raises(ConfigError, match=(
