@@ -18,6 +18,10 @@ from typing import Any, Mapping, NamedTuple, Sequence
 import numpy as np
 
 REDUCTIONS = ("max", "mean", "sum", "last")
+AUTO = "auto"  # the fields of JUDGED that an env declares it reports
+# What a policy is commonly judged by, where an env reports it (highway-env, gymnasium
+# robotics): the crash rate, the success rate, the mean speed.
+JUDGED = (("crashed", "max"), ("is_success", "max"), ("speed", "mean"))
 # The names EpisodeStats logs for every run (podracer/logging.py): a metric may not take them.
 BUILT_IN = ("return_mean", "return_max", "return_best_mean", "length_mean", "count")
 
@@ -28,12 +32,20 @@ class EpisodeMetric(NamedTuple):
     name: str       # logged as episode/<name>
 
 
+def judged(reported: Sequence[str]) -> tuple[EpisodeMetric, ...]:
+    """The metrics "auto" stands for: each of JUDGED whose field is in `reported`."""
+    return _named([(f, r) for f, r in JUDGED if f in reported])
+
+
 def parse(text: str) -> tuple[EpisodeMetric, ...]:
     """The metrics of "field:reduction,..." ("" = none). Raises ValueError naming the bad
     entry and what is allowed. A field given twice is named `<field>_<reduction>`; a nested
     field's dots become slashes in its name (TensorBoard groups by them). A field
     "<prefix>.*" stands for every field under `prefix` (e.g. "rewards.*:sum", each reward
-    term), expanded by `resolve` once the env's fields are known."""
+    term), expanded by `resolve` once the env's fields are known. "auto" parses to none here:
+    `judged` resolves it against the env."""
+    if str(text).strip() == AUTO:
+        return ()
     pairs = []
     for item in (s.strip() for s in str(text).split(",")):
         if not item:

@@ -52,8 +52,7 @@ from experiments.wiring import members as population
 # The game loop and its settings are shared with in-training evaluation.
 from podracer.evaluation import EVAL_SEED, summarize
 from podracer.episode_metrics import EpisodeMetric, metric_means
-from podracer.episode_metrics import parse as parse_metrics, resolve as resolve_metrics
-from sebulba.envs import info_fields
+from sebulba.envs import episode_metrics_of
 from sebulba.evaluation import eval_env_config, play
 from experiments.wiring.user_modules import HELP as _IMPORT_HELP, import_modules
 from podracer.validation import ConfigError
@@ -177,12 +176,11 @@ def eval_metrics(make_env: Callable[[int, int], Any], text: str, env_name: str
                  ) -> tuple[EpisodeMetric, ...]:
     """The episode metrics of `text`, resolved against the fields the env reports (one probe
     env; ValueError naming them)."""
-    metrics = parse_metrics(text)
-    if not metrics:
+    if not text:
         return ()
     probe = make_env(1, 0)
     try:
-        return resolve_metrics(metrics, info_fields(probe), f"env {env_name!r}")
+        return episode_metrics_of(probe, text, f"env {env_name!r}")
     finally:
         probe.close()
 

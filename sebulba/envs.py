@@ -53,8 +53,10 @@ class EnvConfig:
     options: dict[str, Any] = dataclasses.field(default_factory=dict)
     # Per-step info fields reduced over each game and logged beside the return, as
     # "field:reduction,..." with max | mean | sum | last, e.g. "crashed:max,speed:mean"
-    # (podracer/episode_metrics.py); "" = none.
-    episode_metrics: str = ""
+    # (podracer/episode_metrics.py); "" = none; "auto" = those of crashed:max,
+    # is_success:max, speed:mean that an env declaring its info fields (EnvPool: the highway
+    # family, the robotics tasks) reports.
+    episode_metrics: str = "auto"
 
     def __post_init__(self) -> None:
         try:
@@ -143,6 +145,10 @@ class EnvPoolEnv:
         self.num_envs = num_envs
         self.observation_space = self._env.observation_space
         self.action_space = self._env.action_space
+        # What every step's info holds, from EnvPool's spec (no probe step needed).
+        keys = self._env.spec._state_keys
+        self.info_fields = tuple(k[len("info:"):] for k in keys if k.startswith("info:")) + (
+            ("elapsed_step",) if "elapsed_step" in keys else ())
 
     def reset(self) -> np.ndarray:
         obs, _ = self._env.reset()
@@ -172,6 +178,20 @@ class EnvPoolEnv:
 
     def close(self) -> None:
         self._env.close()
+
+
+def episode_metrics_of(env: Any, text: str, where: str
+                       ) -> tuple[episode_metrics.EpisodeMetric, ...]:
+    """The metrics of an EnvConfig.episode_metrics `text` for `env` (a probe batch), resolved
+    against the fields it reports (ValueError naming them). "auto" asks only an env that
+    declares its fields (`info_fields`), never steps it."""
+    if text == episode_metrics.AUTO:
+        declared = getattr(env, "info_fields", None)
+        return episode_metrics.judged(declared or ())
+    metrics = episode_metrics.parse(text)
+    if not metrics:
+        return ()
+    return episode_metrics.resolve(metrics, info_fields(env), where)
 
 
 def info_fields(env: Any) -> tuple[str, ...]:

@@ -37,7 +37,7 @@ class AnakinRuntime:
     takes_host_envs = False
 
     def read(self, config: ml_collections.ConfigDict, env):
-        if env.episode_metrics:
+        if env.episode_metrics not in ("", "auto"):  # auto: no JAX env declares fields
             raise ConfigError(f"env.episode_metrics={env.episode_metrics!r}: runtime='anakin' "
                               f"logs no episode metrics yet; runtime='sebulba' does (EnvPool, "
                               f"gymnasium and registered envs).")

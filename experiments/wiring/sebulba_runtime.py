@@ -111,11 +111,8 @@ class SebulbaRuntime:
 def check_metrics(probe, env: envs.EnvConfig) -> tuple[episode_metrics.EpisodeMetric, ...]:
     """env.episode_metrics resolved against the fields the env's info holds (wildcards
     expanded); a field it does not hold stops the run in one line naming those it does."""
-    metrics = episode_metrics.parse(env.episode_metrics)
-    if not metrics:
-        return ()
     try:
-        return episode_metrics.resolve(metrics, envs.info_fields(probe), f"env.name={env.name!r}")
+        return envs.episode_metrics_of(probe, env.episode_metrics, f"env.name={env.name!r}")
     except ValueError as e:
         raise ConfigError(f"env.episode_metrics={env.episode_metrics!r}: {e}") from None
 

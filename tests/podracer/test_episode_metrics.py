@@ -54,6 +54,20 @@ def test_a_wildcard_expands_to_every_field_under_its_prefix():
         resolve(parse("terms.*:sum"), reported, "env 'E'")
 
 
+def test_auto_takes_the_judged_fields_an_envpool_env_declares():
+    from sebulba.envs import EnvConfig, EnvPoolEnv, episode_metrics_of
+    found = {}
+    for name in ("HighwayFast-v0", "Parking-v0", "CartPole-v1"):
+        env = EnvPoolEnv(EnvConfig(name=name, num_threads=1), 1, 0)
+        found[name] = episode_metrics_of(env, "auto", name)
+        env.close()
+    assert [m.field for m in found["HighwayFast-v0"]] == ["crashed", "speed"]
+    assert [f"{m.field}:{m.reduction}" for m in found["Parking-v0"]] == [
+        "crashed:max", "is_success:max", "speed:mean"]
+    assert found["CartPole-v1"] == ()
+    assert parse("auto") == ()
+
+
 def _step(reward, over, info, terminated=None):
     over = np.asarray(over, bool)
     terminated = over if terminated is None else np.asarray(terminated, bool)
@@ -177,8 +191,8 @@ def test_a_run_logs_them_and_refuses_a_field_the_env_does_not_report(tmp_path, c
     from scripts import evaluate
     config = quiet_config(ppo_classic.get_config(), tmp_path / "run", **{
         "env.name": "HighwayFast-v0", "total_env_steps": 2048, "checkpoint_keep": 1,
-        "eval_every_updates": 1, "eval_episodes": 4, "eval_num_envs": 2,
-        "env.episode_metrics": "crashed:max,speed:mean"})
+        "eval_every_updates": 1, "eval_episodes": 4, "eval_num_envs": 2})
+    assert config.env.episode_metrics == "auto"  # the default: crashed:max,speed:mean here
     result = train.run(config)
     rows = read_metrics(tmp_path / "run")
     train_rows = [r for r in rows if "episode/crashed" in r]
