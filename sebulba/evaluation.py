@@ -16,8 +16,9 @@ from typing import Any, Callable, Sequence
 import jax
 import numpy as np
 
-from podracer.episode_metrics import EpisodeAccumulator, EpisodeMetric
+from podracer.episode_metrics import EpisodeMetric
 from sebulba import envs
+from sebulba.actor_pools import EpisodeCounter
 
 EnvFactory = Callable[[int, int], Any]  # (num_envs, seed) -> env batch (sebulba/envs.py API)
 
@@ -48,32 +49,26 @@ def play(new_actor: Callable[[int], Any], make_env: EnvFactory, episodes: int, n
     env = make_env(num_envs, seed)
     key = jax.random.key(seed)
     actor = new_actor(num_envs)
-    ret, length = np.zeros(num_envs), np.zeros(num_envs, np.int64)
+    # The actors' counter: the same game boundaries, lengths and metrics as training's.
+    counter = EpisodeCounter(num_envs, metrics)
     done = np.zeros(num_envs, np.int64)
     prev_over = np.zeros(num_envs, bool)
-    returns: list[float] = []
-    lengths: list[int] = []
-    values: dict[str, list[float]] = {m.name: [] for m in metrics}
-    acc = EpisodeAccumulator(metrics, num_envs)
+    games: list[tuple] = []
     obs = env.reset()
     try:
         while (done < quota).any() and not should_stop():
             key, sub = jax.random.split(key)
             ts = env.step(actor.act(obs, sub))
             actor.observe(ts.terminated, ts.truncated)
-            ret += ts.reward
-            length += ~prev_over  # the step after a game's end is EnvPool's reset step
-            acc.update(ts.info, ~prev_over)
-            for i in np.flatnonzero(ts.episode_over):
-                game = acc.finish(i)
+            ended: list[tuple] = []
+            # The step after a game's end is EnvPool's reset step: no game's.
+            counter.update(ts, ~prev_over, ended)
+            for i, game in zip(np.flatnonzero(ts.episode_over), ended):
                 if done[i] < quota[i]:
-                    returns.append(float(ret[i]))
-                    lengths.append(int(length[i]))
-                    for m, v in zip(metrics, game):
-                        values[m.name].append(v)
+                    games.append(game)
                     done[i] += 1
-            ret[ts.episode_over], length[ts.episode_over] = 0.0, 0
             prev_over, obs = ts.episode_over, ts.obs
     finally:
         env.close()
-    return returns, lengths, values
+    values = {m.name: [g[2 + j] for g in games] for j, m in enumerate(metrics)}
+    return [g[0] for g in games], [g[1] for g in games], values
