@@ -29,6 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from anakin import suites
+from podracer.episode_metrics import scalar_fields
 from podracer.registry import Registry
 
 PyTree = Any
@@ -42,6 +43,8 @@ class Step(NamedTuple):
     terminated: jax.Array    # bool: the episode ended in a terminal state (no bootstrap)
     truncated: jax.Array     # bool: the episode was cut by a time limit (bootstrap)
     valid: jax.Array         # bool: False on a reset step (the action was ignored)
+    info: PyTree = None      # dict: what the env reports beside the reward (per-env scalars
+                             # such as a crash flag or reward terms; env.episode_metrics)
 
     @property
     def episode_over(self) -> jax.Array:
@@ -51,8 +54,10 @@ class Step(NamedTuple):
 class RawEnv(Protocol):
     """A JAX-native env without auto-reset (what an adapter provides; one env, pure functions).
 
-    `transition` returns (inner state, obs, reward, terminated, truncated); a time limit is
-    reported as `truncated`. `observation_space` / `action_space` are gymnasium spaces (the
+    `transition` returns (inner state, obs, reward, terminated, truncated) and may add a sixth
+    entry, `info`: a dict (nested dicts allowed) of what the env reports beside the reward, of
+    one structure at every step, whose scalar entries env.episode_metrics can reduce over each
+    game (anakin/episode_metrics.py); a time limit is reported as `truncated`. `observation_space` / `action_space` are gymnasium spaces (the
     networks pick their heads from them)."""
 
     observation_space: Any
@@ -61,7 +66,7 @@ class RawEnv(Protocol):
     def reset(self, key: jax.Array) -> tuple[PyTree, PyTree]: ...
 
     def transition(self, key: jax.Array, state: PyTree, action: PyTree
-                   ) -> tuple[PyTree, PyTree, jax.Array, jax.Array, jax.Array]: ...
+                   ) -> tuple[Any, ...]: ...
 
 
 class EnvState(NamedTuple):
@@ -90,7 +95,7 @@ class AutoReset:
 
     def step(self, key: jax.Array, state: EnvState, action: PyTree) -> tuple[EnvState, Step]:
         k_step, k_reset = jax.random.split(key)
-        inner, obs, reward, terminated, truncated = self.raw.transition(
+        inner, obs, reward, terminated, truncated, *info = self.raw.transition(
             k_step, state.inner, action)
         # Both branches are computed and one is selected: under vmap a `cond` would be a
         # select anyway, and a branch-free step keeps every env in lockstep.
@@ -105,7 +110,8 @@ class AutoReset:
         reward = jnp.where(reset, 0.0, jnp.asarray(reward, jnp.float32))
         terminated = jnp.logical_and(~reset, jnp.asarray(terminated, bool))
         truncated = jnp.logical_and(~reset, jnp.asarray(truncated, bool))
-        step = Step(obs, reward, terminated, truncated, ~reset)
+        # A reset step's info is the discarded transition's: no metric reads it (not valid).
+        step = Step(obs, reward, terminated, truncated, ~reset, dict(info[0]) if info else {})
         return EnvState(inner, obs, jnp.logical_or(terminated, truncated)), step
 
 
@@ -164,9 +170,10 @@ class GymnaxEnv:
         return state, obs
 
     def transition(self, key, state, action):
-        obs, state, reward, terminated, _ = self.env.step_env(key, state, action, self.params)
+        obs, state, reward, terminated, info = self.env.step_env(key, state, action,
+                                                                 self.params)
         truncated = self.env.is_truncated(state, self.params)
-        return state, obs, reward, terminated, truncated
+        return state, obs, reward, terminated, truncated, info
 
 
 GYMNAX_PREFIX = "gymnax:"
@@ -214,6 +221,16 @@ def make_env(name: str, options: dict | None = None) -> AutoReset:
                          f"of {', '.join(suites.SUITES)} (docs/anakin.md); or a name registered with "
                          f"anakin.envs.register_env ({', '.join(ENVS.names()) or 'none'}).")
     return AutoReset(GymnaxEnv(env_id, options))
+
+
+def info_fields(env) -> tuple[str, ...]:
+    """The dotted names of the scalar entries of the info an env's step reports (what
+    env.episode_metrics can name), from the step's abstract evaluation: nothing runs."""
+    state = jax.eval_shape(env.reset, jax.random.key(0))
+    action = jax.eval_shape(lambda k: jax.tree.map(lambda a: a[0], uniform_actions(
+        env.action_space, k, 1)), jax.random.key(0))
+    _, step = jax.eval_shape(env.step, jax.random.key(0), state, action)
+    return scalar_fields(step.info)
 
 
 def uniform_actions(space, key: jax.Array, n: int) -> PyTree:

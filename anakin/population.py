@@ -17,7 +17,7 @@ after several updates against single runs.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -26,6 +26,7 @@ from jax.sharding import Mesh, PartitionSpec as P
 
 from anakin import runtime
 from podracer.agent import Agent
+from podracer.episode_metrics import EpisodeMetric
 
 PyTree = Any
 
@@ -64,7 +65,8 @@ class Population:
         return {name: jnp.asarray(values) for name, values in self.hparams.items()}
 
 
-def init(population: Population, env, example_obs, start_update: int, num_envs: int):
+def init(population: Population, env, example_obs, start_update: int, num_envs: int,
+         num_metrics: int = 0):
     """(learner states [M, ...], runners [M, B, ...]): member m initialised as a single run of
     seed `seeds[m]` is (runtime.init_runner, runner_key), in one compiled program."""
     seeds = jnp.asarray(population.seeds, jnp.uint32)
@@ -73,7 +75,7 @@ def init(population: Population, env, example_obs, start_update: int, num_envs: 
         agent = population.make_agent(hp)
         state = agent.init(jax.random.key(seed), example_obs)
         runner = runtime.init_runner(agent, env, runtime.runner_key(seed, start_update),
-                                     num_envs)
+                                     num_envs, num_metrics)
         return state, runner
     # Member by member (lax.map), not vmap: a vmapped init of a 64x64 MLP with its own value
     # torso never finished on XLA:CPU here (jax 0.10.2; the CPU idle, so a deadlock, likely in
@@ -89,17 +91,18 @@ def place(states, runners, mesh: Mesh):
 
 
 def make_update_fn(population: Population, env, mesh: Mesh, unroll_length: int,
-                   updates_per_call: int = 1):
+                   updates_per_call: int = 1, episode_metrics: Sequence[EpisodeMetric] = ()):
     """Jitted update(hparams, states, runners) -> (states, runners, metrics, episodes) for all
     members at once: `updates_per_call` (K) rounds of {rollout, learn} per member, as
     runtime.make_update_fn runs them for one (with K > 1, the call length n <= K is the
     last argument: update(hparams, states, runners, n=K)). Metrics leaves are [M] ([K, M] with
-    K > 1), episodes [M, T, B] ([K, M, T, B]). States and runners are donated."""
+    K > 1), episodes [M, T, B] ([K, M, T, B]), each game with its `episode_metrics`. States and
+    runners are donated."""
 
     def one_update(hp, state, runner):
         agent = population.make_agent(hp)
         runner, ro, episodes = runtime.rollout(agent, env, agent.actor_params(state), runner,
-                                               unroll_length)
+                                               unroll_length, episode_metrics)
         state, metrics = runtime.learn(agent, state, ro)
         return state, runner, metrics, episodes
 
@@ -131,10 +134,11 @@ def member_state(states: PyTree, m: int) -> PyTree:
 
 
 def local_episodes(episodes: runtime.Episodes, size: int, rounds: int | None = None
-                   ) -> list[list[list[tuple[float, int]]]]:
+                   ) -> list[list[list[tuple]]]:
     """The games this process's envs finished, per update of the call and per member:
     out[k][m] from a record [M, T, B] (one update) or [K, M, T, B] (a fused call), of its
     first `rounds` rounds (runtime.local_episodes)."""
-    over, ret, length = runtime.host_rounds(episodes, rounds, 3)
-    return [[runtime.games(over[k, m], ret[k, m], length[k, m]) for m in range(size)]
+    over, ret, length, metrics = runtime.host_rounds(episodes, rounds, 3)
+    return [[runtime.games(over[k, m], ret[k, m], length[k, m], metrics[k, m])
+             for m in range(size)]
             for k in range(over.shape[0])]

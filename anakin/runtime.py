@@ -22,16 +22,18 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, NamedTuple, Sequence
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
+from anakin import episode_metrics as game_metrics
 from podracer.agent import Agent, Rollout, reset_core_state
 from podracer.batch import BatchShape, UpdatePlan
 from podracer.compile_cache import DEFAULT_DIR
+from podracer.episode_metrics import EpisodeMetric
 from podracer.finite import keep_finite
 from podracer.schema import check_types
 
@@ -114,14 +116,17 @@ class Runner(NamedTuple):
     reset: jax.Array     # [B] the next step sees a new episode's first observation
     ep_return: jax.Array  # [B] true return of the running episode
     ep_length: jax.Array  # [B] valid steps of the running episode
+    ep_metrics: game_metrics.Totals  # [B, M] env.episode_metrics of the running episode
 
 
 class Episodes(NamedTuple):
-    """Per step [T, B]: whether a game ended there, and its return and length if so."""
+    """Per step [T, B]: whether a game ended there, and its return, length and episode
+    metrics ([T, B, M], env.episode_metrics) if so."""
 
     over: jax.Array
     ret: jax.Array
     length: jax.Array
+    metrics: jax.Array | None = None  # None: no metrics (a record made by hand)
 
 
 def make_mesh(device_ids, processes: bool = True) -> Mesh:
@@ -138,15 +143,17 @@ def make_mesh(device_ids, processes: bool = True) -> Mesh:
     return Mesh(np.array(devs), (AXIS,))
 
 
-def init_runner(agent: Agent, env, key: jax.Array, num_envs: int) -> Runner:
-    """`num_envs` fresh envs, each with its own key stream derived from `key`."""
+def init_runner(agent: Agent, env, key: jax.Array, num_envs: int, num_metrics: int = 0
+                ) -> Runner:
+    """`num_envs` fresh envs, each with its own key stream derived from `key`, with room for
+    `num_metrics` episode metrics."""
     keys = jax.random.split(key, num_envs)
     split = jax.vmap(lambda k: jax.random.split(k))(keys)  # [B, 2]: reset key, stream key
     env_state = jax.vmap(env.reset)(split[:, 0])
     core = agent.initial_core_state(num_envs) if agent.recurrent else None
     zeros = jnp.zeros(num_envs, jnp.float32)
     return Runner(env_state, split[:, 1], core, jnp.ones(num_envs, bool), zeros,
-                  jnp.zeros(num_envs, jnp.int32))
+                  jnp.zeros(num_envs, jnp.int32), game_metrics.zeros(num_metrics, (num_envs,)))
 
 
 def _act_one(agent: Agent, params, obs, key, core):
@@ -163,14 +170,15 @@ def _act_one(agent: Agent, params, obs, key, core):
     return first(action), first(extras), new_core
 
 
-def rollout(agent: Agent, env, actor_params, runner: Runner, T: int
-            ) -> tuple[Runner, Rollout, Episodes]:
+def rollout(agent: Agent, env, actor_params, runner: Runner, T: int,
+            metrics: Sequence[EpisodeMetric] = ()) -> tuple[Runner, Rollout, Episodes]:
     """T steps of every env in `runner` (one device's share): the next carry, the Rollout the
-    Sebulba actors would have built, and the finished games."""
+    Sebulba actors would have built, and the finished games with their `metrics` (reduced
+    here, on the device: anakin/episode_metrics.py; `runner` made for as many)."""
     initial = agent.initial_core_state(1) if agent.recurrent else None
     initial = jax.tree.map(lambda x: x[0], initial) if initial is not None else None
 
-    def one_env(env_state, key, core, reset, ep_ret, ep_len):
+    def one_env(env_state, key, core, reset, ep_ret, ep_len, totals):
         key, k_act, k_env = jax.random.split(key, 3)
         if core is not None:
             core = reset_core_state(jax.tree.map(lambda x: x[None], core), reset[None],
@@ -180,16 +188,19 @@ def rollout(agent: Agent, env, actor_params, runner: Runner, T: int
         new_env, step = env.step(k_env, env_state, action)
         ep_ret = ep_ret + step.reward
         ep_len = ep_len + step.valid.astype(jnp.int32)
+        totals = game_metrics.add(totals, game_metrics.values(step.info, metrics), step.valid,
+                                  metrics)
         over = step.episode_over
-        out = (env_state.obs, action, extras, step, Episodes(over, ep_ret, ep_len))
-        carry = (new_env, key, new_core, ~step.valid,
-                 jnp.where(over, 0.0, ep_ret), jnp.where(over, 0, ep_len))
+        # The step goes out without its info (the T steps would otherwise keep every field).
+        out = (env_state.obs, action, extras, step._replace(info=None),
+               Episodes(over, ep_ret, ep_len, game_metrics.result(totals, metrics)))
+        carry = (new_env, key, new_core, ~step.valid, jnp.where(over, 0.0, ep_ret),
+                 jnp.where(over, 0, ep_len), game_metrics.restart(totals, over))
         return carry, out
 
     def body(r: Runner, _):
-        (env_s, key, core, reset, ep_ret, ep_len), out = jax.vmap(one_env)(
-            r.env, r.key, r.core, r.reset, r.ep_return, r.ep_length)
-        return Runner(env_s, key, core, reset, ep_ret, ep_len), out
+        carry, out = jax.vmap(one_env)(*r)
+        return Runner(*carry), out
 
     core_state = None
     if runner.core is not None:  # the state step 0 acts from (after its resets): [1, B, ...]
@@ -223,9 +234,10 @@ def make_learn_fn(agent: Agent, mesh: Mesh):
 
 
 def make_update_fn(agent: Agent, env, mesh: Mesh, unroll_length: int,
-                   updates_per_call: int = 1):
+                   updates_per_call: int = 1, episode_metrics: Sequence[EpisodeMetric] = ()):
     """Jitted update(state, runner) -> (state, runner, metrics, episodes): one round of
-    {rollout of T steps, learn} on every device of `mesh`. The learner state is replicated,
+    {rollout of T steps, learn} on every device of `mesh`, the finished games carrying their
+    `episode_metrics`. The learner state is replicated,
     the runner and the episodes split along the env axis. Both state and runner are donated.
 
     With `updates_per_call` = K > 1: update(state, runner, n=K) runs the first n of K rounds
@@ -236,7 +248,7 @@ def make_update_fn(agent: Agent, env, mesh: Mesh, unroll_length: int,
     def one_update(carry):
         state, runner = carry
         runner, ro, episodes = rollout(agent, env, agent.actor_params(state), runner,
-                                       unroll_length)
+                                       unroll_length, episode_metrics)
         state, metrics = learn(agent, state, ro)
         return (state, runner), (metrics, episodes)
 
@@ -317,13 +329,15 @@ def place_runner(runner: Runner, mesh: Mesh) -> Runner:
 
 
 def host_episodes(episodes: Episodes, rounds: int | None = None
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """This process's part of a finished-games record as host arrays (over, return, length),
-    whatever leading axes it has; the env axis is the last one. `rounds`: keep only the first
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """This process's part of a finished-games record as host arrays (over, return, length,
+    metrics), whatever leading axes it has; the env axis is the last one of the first three
+    (metrics: [..., B, M]; [..., B, 0] for a record without). `rounds`: keep only the first
     `rounds` entries of the leading (round) axis of a fused call's record. On an accelerator
     they are sliced on the device, so the rounds a call skipped never cross to the host; on
     the CPU the copy is a view and slicing after it costs nothing."""
-    env_axis = episodes.over.ndim - 1
+    if episodes.metrics is None:
+        episodes = episodes._replace(metrics=np.zeros((*np.shape(episodes.over), 0), np.float32))
 
     def take(x):
         if rounds is None:
@@ -332,28 +346,33 @@ def host_episodes(episodes: Episodes, rounds: int | None = None
             return np.asarray(x[:rounds])
         return np.asarray(x)[:rounds]
 
-    def local(x):
-        if jax.process_count() == 1:
+    def local(x, env_axis):
+        if jax.process_count() == 1 or not isinstance(x, jax.Array):
             return take(x)
         shards = sorted(x.addressable_shards, key=lambda s: s.index[env_axis].start or 0)
         return np.concatenate([take(s.data) for s in shards], axis=env_axis)
-    over, ret, length = (local(x) for x in episodes)
-    return over, ret, length
+    env_axis = episodes.over.ndim - 1
+    over, ret, length = (local(x, env_axis) for x in episodes[:3])
+    return over, ret, length, local(episodes.metrics, env_axis)
 
 
 def _on_accelerator(x: jax.Array) -> bool:
     return any(d.platform != "cpu" for d in x.devices())
 
 
-def games(over: np.ndarray, ret: np.ndarray, length: np.ndarray) -> list[tuple[float, int]]:
-    """(return, length) of the games a [T, B] record marks as ended, step by step."""
+def games(over: np.ndarray, ret: np.ndarray, length: np.ndarray,
+          metrics: np.ndarray | None = None) -> list[tuple]:
+    """(return, length, *metrics) of the games a [T, B] record marks as ended, step by step
+    (`metrics`: [T, B, M] of the episode metrics)."""
     idx = np.nonzero(over)
-    return [(float(a), int(b)) for a, b in zip(ret[idx], length[idx])]
+    rows = metrics[idx].tolist() if metrics is not None else [()] * len(idx[0])
+    return [(float(a), int(b), *(float(v) for v in m))
+            for a, b, m in zip(ret[idx], length[idx], rows)]
 
 
 def local_episodes(episodes: Episodes, rounds: int | None = None
-                   ) -> list[list[tuple[float, int]]]:
-    """(return, length) of the games this process's envs finished (host side), one list per
+                   ) -> list[list[tuple]]:
+    """(return, length, *metrics) of the games this process's envs finished (host side), one list per
     update: from one update's record ([T, B]) or a fused call's ([K, T, B]), in order.
     `rounds`: only a fused call's first rounds (those it ran; the rest are zeros, and
     reading them cost ~7 ms per call for 16 seeds in a 64-round program)."""
@@ -361,7 +380,7 @@ def local_episodes(episodes: Episodes, rounds: int | None = None
 
 
 def host_rounds(episodes: Episodes, rounds: int | None, round_ndim: int
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """host_episodes with a leading round axis whatever the call: a record of `round_ndim`
     axes is one update's (one round, the axis added); a longer one is a fused call's, of
     which the first `rounds` rounds are kept."""

@@ -100,6 +100,18 @@ def reported_fields(info: Mapping[str, Any] | None) -> tuple[str, ...]:
     return tuple(out)
 
 
+def scalar_fields(info_shapes: Mapping[str, Any] | None) -> tuple[str, ...]:
+    """The dotted names of the entries of one env's info structure that hold one number (what
+    a metric can reduce): its leaves of size 1, from `jax.eval_shape` of a JAX env's step
+    (anything with a `shape`)."""
+    def size(name: str) -> int:
+        node: Any = info_shapes
+        for key in name.split("."):
+            node = node[key]
+        return int(np.prod(getattr(node, "shape", ())))
+    return tuple(name for name in reported_fields(info_shapes) if size(name) == 1)
+
+
 def resolve(metrics: Sequence[EpisodeMetric], reported: Sequence[str], where: str
             ) -> tuple[EpisodeMetric, ...]:
     """`metrics` with each "<prefix>.*" expanded to the fields under `prefix` that `where`

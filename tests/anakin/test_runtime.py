@@ -205,7 +205,7 @@ def test_a_fused_calls_games_are_read_from_the_rounds_it_ran_only():
                                length[:, None].repeat(2, 1))  # [K, M=2, T, B]
     assert population.local_episodes(members, 2, 3) == [[[(5.0, 1)]] * 2, [[(6.0, 1)]] * 2,
                                                         [[], []]]
-    one = runtime.Episodes(*(x[0] for x in members))  # one update's record [M, T, B]
+    one = runtime.Episodes(*(x[0] for x in members[:3]))  # one update's record [M, T, B]
     assert population.local_episodes(one, 2) == [[[(5.0, 1)]] * 2]
 
 
@@ -221,5 +221,5 @@ def test_on_an_accelerator_the_skipped_rounds_are_sliced_off_before_the_copy(mon
     sliced = []
     monkeypatch.setattr(runtime, "_on_accelerator", lambda x: sliced.append(x.shape) or True)
     host = runtime.host_episodes(record, 2)
-    assert [h.shape for h in host] == [(2, 2, 3)] * 3 and sliced == [(4, 2, 3)] * 3
+    assert [h.shape for h in host[:3]] == [(2, 2, 3)] * 3 and sliced == [(4, 2, 3)] * 3
     assert runtime.local_episodes(record, 2) == on_cpu == [[(5.0, 1)], []]
