@@ -120,7 +120,7 @@ def _act_only_fn(agent, env, mesh, T: int, k: int):
             r, ro, eps = runtime.rollout(agent, env, agent.actor_params(state), r, T)
             return r, (ro.reward.sum(), eps)
         runner, (total, eps) = jax.lax.scan(body, runner, None, length=k)
-        eps = jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), eps)
+        eps = jax.tree.map(lambda x: x.reshape((k * T, *x.shape[2:])), eps)
         return state, runner, {"reward": jax.lax.psum(total.sum(), runtime.AXIS)}, eps
     return jax.jit(jax.shard_map(per_device, mesh=mesh, in_specs=(P(), P(runtime.AXIS)),
                                  out_specs=(P(), P(runtime.AXIS), P(), P(None, runtime.AXIS)),
