@@ -46,7 +46,6 @@ from typing import Any, Callable, NamedTuple, Sequence
 
 import jax
 import numpy as np
-from jax.experimental import multihost_utils
 from jax.sharding import Mesh
 
 from anakin import population as pop
@@ -218,7 +217,7 @@ def train(agent: Agent | pop.Population, env, ac: runtime.AnakinConfig,
         with distributed.peer_check(dispatched, env_steps):
             k = _call_length(pace.next_length(), dispatched, end, due)
             if agree:
-                k = int(multihost_utils.broadcast_one_to_all(np.int32(k)))
+                k = int(distributed.broadcast_host(np.int32(k)))
             snap = None
             t0 = time.perf_counter()
             state, runner, metrics, eps = program.update(k, state, runner)
@@ -238,8 +237,7 @@ def train(agent: Agent | pop.Population, env, ac: runtime.AnakinConfig,
             seconds = t1 - max(call.t0, last_done)
             last_done = t1
             pace.observe(call.k, seconds)
-            games = [[distributed.gather_episodes(g, steps) for g in per_member]
-                     for per_member in games]
+            games = _gather_games(games, steps)
         records = []
         for per_member, done in zip(rows, games):
             updates += 1
@@ -357,3 +355,13 @@ def _call_length(fused: int, updates: int, end: int, due: Callable[[int], bool])
             return j
     return max(1, min(fused, end - updates))
 
+
+
+def _gather_games(games: list[list[list[tuple]]], steps: int, num_metrics: int = 0
+                  ) -> list[list[list[tuple]]]:
+    """Every process's games of a call ([update][member] lists of (return, length,
+    *metrics)), on every process, in one exchange (podracer.distributed); `steps` bounds one
+    list (a step ends at most one game per env)."""
+    flat = [g for per_member in games for g in per_member]
+    every = iter(distributed.gather_episode_groups(flat, steps, num_metrics))
+    return [[next(every) for _ in per_member] for per_member in games]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import os
 import sys
 from typing import Sequence
@@ -27,6 +28,9 @@ import jax
 class DistributedConfig:
     mode: str = "auto"             # "auto": join if configured or under SLURM; "off"; "on"
     coordinator_address: str = ""  # host:port of process 0; "" = detect from the cluster
+    # host:port process 0's coordinator listens on; "" = the coordinator's own address when it
+    # is a loopback one (a job on one machine), else every interface, port as given (jax's)
+    coordinator_bind_address: str = ""
     num_processes: int = 1         # total processes (one per host)
     process_id: int = 0            # this process's rank
     local_device_ids: Sequence[int] | None = None  # devices this process may use (None = all)
@@ -45,9 +49,10 @@ class DistributedConfig:
         if self.num_processes > 1 and not self.coordinator_address:
             raise ValueError("distributed.num_processes > 1 needs distributed."
                              "coordinator_address (host:port of process 0).")
-        if self.coordinator_address and ":" not in self.coordinator_address:
-            raise ValueError(f"distributed.coordinator_address={self.coordinator_address!r} "
-                             f"must be host:port.")
+        for name in ("coordinator_address", "coordinator_bind_address"):
+            value = getattr(self, name)
+            if value and ":" not in value:
+                raise ValueError(f"distributed.{name}={value!r} must be host:port.")
 
 
 def _under_slurm() -> bool:
@@ -75,6 +80,9 @@ def initialize(cfg: DistributedConfig) -> bool:
     if explicit:
         kwargs.update(coordinator_address=cfg.coordinator_address,
                       num_processes=cfg.num_processes, process_id=cfg.process_id)
+    bind = bind_address(cfg)
+    if bind:
+        kwargs["coordinator_bind_address"] = bind
     try:
         jax.distributed.initialize(**kwargs)
     except Exception as e:  # name what we tried; the raw error is chained
@@ -85,9 +93,77 @@ def initialize(cfg: DistributedConfig) -> bool:
     return jax.process_count() > 1
 
 
+def bind_address(cfg: DistributedConfig) -> str:
+    """Where process 0's coordinator listens: `coordinator_bind_address` when given; the
+    coordinator's own address when its host is loopback (every process is on this machine, so
+    nothing else need reach it); "" otherwise (jax's default: every interface, same port)."""
+    if cfg.coordinator_bind_address:
+        return cfg.coordinator_bind_address
+    host = cfg.coordinator_address.rpartition(":")[0].strip("[]")
+    return cfg.coordinator_address if host and _is_loopback(host) else ""
+
+
+def _is_loopback(host: str) -> bool:
+    """Whether every address `host` resolves to is a loopback one (False if it resolves to
+    none)."""
+    import ipaddress
+    import socket
+    try:
+        infos = socket.getaddrinfo(host, None)
+    except (socket.gaierror, UnicodeError):
+        return False
+    return bool(infos) and all(ipaddress.ip_address(info[4][0].split("%")[0]).is_loopback
+                               for info in infos)
+
+
 def is_main_process() -> bool:
     """Process 0 writes logs and checkpoints."""
     return jax.process_index() == 0
+
+
+def allgather_host(local) -> "np.ndarray":
+    """Every process's `local` (a host array of the same shape and dtype on every process),
+    stacked in process order: [num_processes, *local.shape], on every process.
+
+    The exchange is one small program on one device per process (each process's first local
+    device), and it returns only once that program has finished: the next program a loop
+    sends (an update with its own collectives) can never meet this one's messages on a shared
+    communicator. jax's `process_allgather` runs on every local device and returns when the
+    first has finished; the rest may still be exchanging when the next update starts, and on
+    gloo the two programs' messages then cross ("1536 vs 32 ... Is there a distributed
+    collective mismatch", tests/podracer/test_host_exchange.py).
+    """
+    import numpy as np
+    local = np.asarray(local)
+    if jax.process_count() == 1:
+        return local[None]
+    mesh = _exchange_mesh()
+    from jax.sharding import NamedSharding, PartitionSpec as P
+    stacked = jax.make_array_from_process_local_data(NamedSharding(mesh, P("processes")),
+                                                     local[None])
+    out = _replicate(stacked, NamedSharding(mesh, P()))
+    return np.asarray(jax.block_until_ready(out).addressable_data(0))
+
+
+def broadcast_host(value) -> "np.ndarray":
+    """Process 0's `value` (a host array of the same shape and dtype on every process) on
+    every process; see `allgather_host`."""
+    return allgather_host(value)[0]
+
+
+@functools.lru_cache(maxsize=None)
+def _exchange_mesh():
+    """A mesh of one device per process (its first local device), in process order."""
+    import numpy as np
+    first: dict[int, jax.Device] = {}
+    for d in sorted(jax.devices(), key=lambda d: d.id):
+        first.setdefault(d.process_index, d)
+    return jax.sharding.Mesh(np.array([first[p] for p in sorted(first)]), ("processes",))
+
+
+@functools.partial(jax.jit, static_argnums=1)
+def _replicate(x, sharding):
+    return jax.lax.with_sharding_constraint(x, sharding)
 
 
 def gather_episodes(episodes: list[tuple], capacity: int, num_metrics: int = 0
@@ -98,19 +174,27 @@ def gather_episodes(episodes: list[tuple], capacity: int, num_metrics: int = 0
     `capacity` bounds the games one process can finish per update (T * B: a step ends at most
     one game per env), so the padded exchange has a fixed shape and compiles once.
     """
+    return gather_episode_groups([episodes], capacity, num_metrics)[0]
+
+
+def gather_episode_groups(groups: list[list[tuple]], capacity: int, num_metrics: int = 0
+                          ) -> list[list[tuple]]:
+    """`gather_episodes` for several groups of games at once (Anakin: one per update of a
+    call and member), in one exchange: group i of every process joins group i."""
     if jax.process_count() == 1:
-        return episodes
+        return groups
     import numpy as np
-    from jax.experimental import multihost_utils
-    if len(episodes) > capacity:
-        raise ValueError(f"{len(episodes)} episodes exceed capacity {capacity}")
     width = 3 + num_metrics
-    local = np.zeros((capacity, width), np.float32)  # present, return, length, metrics
-    for i, game in enumerate(episodes):
-        local[i] = (1.0, *game)
-    every = np.asarray(multihost_utils.process_allgather(local)).reshape(-1, width)
-    return [(float(row[1]), int(row[2]), *(float(v) for v in row[3:]))
-            for row in every if row[0] > 0]
+    local = np.zeros((len(groups), capacity, width), np.float32)  # present, return, length, ..
+    for g, episodes in enumerate(groups):
+        if len(episodes) > capacity:
+            raise ValueError(f"{len(episodes)} episodes exceed capacity {capacity}")
+        for i, game in enumerate(episodes):
+            local[g, i] = (1.0, *game)
+    every = allgather_host(local)  # [process, group, capacity, width]
+    return [[(float(row[1]), int(row[2]), *(float(v) for v in row[3:]))
+             for row in every[:, g].reshape(-1, width) if row[0] > 0]
+            for g in range(len(groups))]
 
 
 class PeerLost(RuntimeError):
@@ -145,7 +229,10 @@ def lost_peer(error: BaseException) -> str | None:
 
     gloo reports the peer's socket address, not its rank: with two processes it is the other
     one; with more, the message says which address failed."""
-    if jax.process_count() == 1 or not isinstance(error, jax.errors.JaxRuntimeError):
+    # A collective that runs as it is dispatched (a one-device exchange on CPU) raises its
+    # runtime error as a ValueError.
+    if jax.process_count() == 1 or not isinstance(error, (jax.errors.JaxRuntimeError,
+                                                          ValueError)):
         return None
     text = str(error)
     if not any(marker in text.lower() for marker in _PEER_ERRORS):

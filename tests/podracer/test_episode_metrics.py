@@ -140,9 +140,8 @@ def test_stats_average_each_metric_over_the_window_and_resume():
 
 def test_games_and_their_metrics_cross_processes(monkeypatch):
     """The padded exchange of gather_episodes keeps each game's metrics beside its return."""
-    from jax.experimental import multihost_utils
     monkeypatch.setattr(distributed.jax, "process_count", lambda: 2)
-    monkeypatch.setattr(multihost_utils, "process_allgather", lambda x: np.stack([x, 2 * x]))
+    monkeypatch.setattr(distributed, "allgather_host", lambda x: np.stack([x, 2 * x]))
     games = distributed.gather_episodes([(1.5, 3, 1.0, 0.25)], capacity=4, num_metrics=2)
     assert games == [(1.5, 3, 1.0, 0.25), (3.0, 6, 2.0, 0.5)]
 
