@@ -18,12 +18,15 @@ LAYOUT = ["--config=experiments/configs/impala_classic.py",
           "--config.actor_device_ids=(0,)", "--config.learner_device_ids=(1,)"]
 
 
-@pytest.mark.parametrize("lag_s", [0.0, 0.1], ids=["even", "process-1-lags"])
-def test_two_processes_train_in_lockstep(tmp_path, lag_s):
-    """Also with process 1 sleeping 0..0.1 s after every update: the processes then meet each
-    update's collectives and its games' exchange at different times (docs/robustness.md)."""
+@pytest.mark.parametrize("lag_s,cache", [(0.0, True), (0.1, False)],
+                         ids=["even", "process-1-lags-no-cache"])
+def test_two_processes_train_in_lockstep(tmp_path, lag_s, cache):
+    """Also with process 1 sleeping 0..0.1 s after every update and every program compiled
+    anew (no persistent cache): the processes then meet each update's collectives and its
+    games' exchange at different times (docs/robustness.md)."""
     run_dir = tmp_path / "run"
-    proc = launch_local(DRIVER, [*LAYOUT, "--config.total_env_steps=30720",
+    flags = [] if cache else ["--config.compilation_cache_dir="]
+    proc = launch_local(DRIVER, [*LAYOUT, *flags, "--config.total_env_steps=30720",
                                  f"--config.run_dir={run_dir}"], timeout=300,
                         env=dict(os.environ, SEBULBA_TEST_LAG_S=str(lag_s)))
     assert proc.returncode == 0, process_tails(proc.stdout + proc.stderr)
