@@ -31,13 +31,14 @@ and one checkpoint holds the whole population.
 Signals as in the Sebulba runtime, with the same handler (podracer/signals.py): the first
 SIGINT / SIGTERM stops after the calls in flight (the one ahead too) and the final checkpoint
 holds them; then SIGTERM (pre-emption) returns normally and SIGINT raises `Interrupted`
-carrying the TrainResult. A second signal abandons the calls in flight (its state was donated to it: the final checkpoint is
-skipped, `TrainResult.abandoned` is set, and the caller ends the process at once, since a normal
-exit would wait for the computation). The loop polls the call's outputs instead of blocking in
-jax.device_get, so the handler runs while the devices work; if the main thread is inside a
-compilation, the watcher ends the process a few seconds after the second signal (status
-128 + signal number). A collective that fails because another process died raises
-`distributed.PeerLost` (nothing of that update is saved), as in the Sebulba runtime.
+carrying the TrainResult. A second signal abandons the calls in flight (its state was donated
+to it: the final checkpoint is skipped, `TrainResult.abandoned` is set, and the caller ends the
+process at once, since a normal exit would wait for the computation). The loop polls the call's
+outputs instead of blocking in jax.device_get, so the handler runs while the devices work; if
+the main thread is inside a compilation, the watcher ends the process a few seconds after the
+second signal (status 128 + signal number). A collective that fails because another process
+died raises `distributed.PeerLost` (nothing of that update is saved), as in the Sebulba
+runtime.
 """
 from __future__ import annotations
 
@@ -53,6 +54,7 @@ from anakin import runtime
 from podracer import distributed
 from podracer.agent import Agent
 from podracer.checkpoint import Checkpointer, Progress
+from podracer.episode_metrics import EpisodeMetric
 from podracer.finite import NonFiniteError
 from podracer.ledger import Ledger, UpdateHook
 from podracer.logging import EpisodeStats, MetricsLogger
@@ -65,17 +67,20 @@ PyTree = Any
 class _Single:
     """One agent: today's compiled update, unbatched (its checkpoints and speed unchanged)."""
 
-    def __init__(self, agent: Agent, env, ac, mesh: Mesh) -> None:
+    def __init__(self, agent: Agent, env, ac, mesh: Mesh,
+                 episode_metrics: Sequence[EpisodeMetric] = ()) -> None:
         self.agent, self.env, self.ac, self.mesh = agent, env, ac, mesh
+        self.num_metrics = len(episode_metrics)
         self.program = runtime.make_update_fn(agent, env, mesh, ac.unroll_length,
-                                              ac.updates_per_call)
+                                              ac.updates_per_call, episode_metrics)
 
     def init(self, example, start_update: int, resume: Progress | None):
         ac = self.ac
         state = (self.agent.init(jax.random.key(ac.seed), example) if resume is None
                  else resume.learner_state)
         runner = runtime.init_runner(self.agent, self.env,
-                                     runtime.runner_key(ac.seed, start_update), ac.num_envs)
+                                     runtime.runner_key(ac.seed, start_update), ac.num_envs,
+                                     self.num_metrics)
         return runtime.place_replicated(state, self.mesh), runtime.place_runner(runner, self.mesh)
 
     def update(self, k: int, state, runner):
@@ -95,15 +100,17 @@ class _Single:
 class _Population:
     """M members in one program (anakin/population.py)."""
 
-    def __init__(self, population: pop.Population, env, ac, mesh: Mesh) -> None:
+    def __init__(self, population: pop.Population, env, ac, mesh: Mesh,
+                 episode_metrics: Sequence[EpisodeMetric] = ()) -> None:
         self.population, self.env, self.ac, self.mesh = population, env, ac, mesh
+        self.num_metrics = len(episode_metrics)
         self.hparams = population.stacked_hparams()
         self.program = pop.make_update_fn(population, env, mesh, ac.unroll_length,
-                                          ac.updates_per_call)
+                                          ac.updates_per_call, episode_metrics)
 
     def init(self, example, start_update: int, resume: Progress | None):
         states, runners = pop.init(self.population, self.env, example, start_update,
-                                   self.ac.num_envs)
+                                   self.ac.num_envs, self.num_metrics)
         if resume is not None:
             states = resume.learner_state
         return pop.place(states, runners, self.mesh)
@@ -127,7 +134,8 @@ def train(agent: Agent | pop.Population, env, ac: runtime.AnakinConfig,
           logger: MetricsLogger | Sequence[MetricsLogger], *,
           checkpointer: Checkpointer | None = None, resume: Progress | None = None,
           on_update: Callable[[int, int, PyTree], None] | None = None,
-          mesh: Mesh | None = None) -> TrainResult:
+          mesh: Mesh | None = None, episode_metrics: Sequence[EpisodeMetric] = ()
+          ) -> TrainResult:
     """Trains `agent` (or a Population of M members, each with its own logger in `logger`) on
     the JAX-native `env` (anakin.envs) for the run's planned updates. `resume` continues a
     checkpointed run (fresh env streams, as Sebulba's actors); `checkpointer` saves on its
@@ -136,7 +144,10 @@ def train(agent: Agent | pop.Population, env, ac: runtime.AnakinConfig,
     call's last with K > 1); a hook with `due(update)` (podracer.ledger.UpdateHook, the
     evaluator) gets exactly its updates. Ctrl-C raises `Interrupted` after the final
     checkpoint; a lost peer process raises `distributed.PeerLost`. `mesh`: the devices' mesh,
-    if the caller has built it already (for `ac.learner_device_ids`)."""
+    if the caller has built it already (for `ac.learner_device_ids`). `episode_metrics`: the
+    env's info fields reduced over each game on the devices (anakin/episode_metrics.py),
+    logged as `episode/<name>` per member (`anakin.envs.info_fields` lists what the env
+    reports)."""
     population = isinstance(agent, pop.Population) and agent.size > 1
     loggers = list(logger) if isinstance(logger, (list, tuple)) else [logger]
     if population:
@@ -151,7 +162,9 @@ def train(agent: Agent | pop.Population, env, ac: runtime.AnakinConfig,
         if isinstance(agent, pop.Population):
             agent = agent.make_agent(agent.member_hparams(0))
     mesh = mesh if mesh is not None else runtime.make_mesh(ac.learner_device_ids)
-    program = (_Population(agent, env, ac, mesh) if population else _Single(agent, env, ac, mesh))
+    program = (_Population(agent, env, ac, mesh, episode_metrics) if population
+               else _Single(agent, env, ac, mesh, episode_metrics))
+    names = tuple(m.name for m in episode_metrics)
     processes = jax.process_count()
     plan = ac.plan(processes)
     start_updates = resume.updates if resume else 0
@@ -159,7 +172,7 @@ def train(agent: Agent | pop.Population, env, ac: runtime.AnakinConfig,
     example = jax.tree.map(lambda x: x[None], env.reset(jax.random.key(0)).obs)
     state, runner = program.init(example, start_updates, resume)
 
-    episodes = [EpisodeStats() for _ in range(size)]
+    episodes = [EpisodeStats(metrics=names) for _ in range(size)]
     if resume:
         saved = resume.episodes["members"] if population else [resume.episodes]
         for stats, s in zip(episodes, saved):
@@ -237,7 +250,7 @@ def train(agent: Agent | pop.Population, env, ac: runtime.AnakinConfig,
             seconds = t1 - max(call.t0, last_done)
             last_done = t1
             pace.observe(call.k, seconds)
-            games = _gather_games(games, steps)
+            games = _gather_games(games, steps, len(names))
         records = []
         for per_member, done in zip(rows, games):
             updates += 1
@@ -354,7 +367,6 @@ def _call_length(fused: int, updates: int, end: int, due: Callable[[int], bool])
         if due(updates + j):
             return j
     return max(1, min(fused, end - updates))
-
 
 
 def _gather_games(games: list[list[list[tuple]]], steps: int, num_metrics: int = 0

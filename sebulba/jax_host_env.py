@@ -8,7 +8,9 @@ state` with `state.obs`, `step(key, state, action) -> (state, step)` with the st
 `reward`, `terminated`, `truncated`, and gymnasium `observation_space` / `action_space`); this
 module reads those attributes and imports no runtime. Each call is one jitted, vmapped step of
 `num_envs` envs, each with its own key stream; the episode semantics are the env's (EnvPool's,
-one step late), so `TimeStep.episode_over` marks game ends.
+one step late), so `TimeStep.episode_over` marks game ends; the step's info (a JAX env's
+`Step.info`, the same structure every step) is the TimeStep's, and `info_fields` names its
+scalar entries without stepping (what env.episode_metrics can reduce).
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from podracer.episode_metrics import scalar_fields
 from sebulba.envs import TimeStep
 
 
@@ -42,6 +45,17 @@ class HostEnv:
 
         self._step, self._reset = jax.jit(step), jax.jit(reset)
 
+    @property
+    def info_fields(self) -> tuple[str, ...]:
+        """The dotted names of the scalar entries of one env's step info, from the step's
+        abstract evaluation (nothing runs)."""
+        key = jax.random.key(0)
+        state = jax.eval_shape(self.env.reset, key)
+        action = jax.tree.map(lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype),
+                              _one_action(self.action_space))
+        _, step = jax.eval_shape(self.env.step, key, state, action)
+        return scalar_fields(getattr(step, "info", None))
+
     def reset(self) -> Any:
         self._keys, self._state = self._reset(self._keys)
         return jax.device_get(self._state.obs)
@@ -53,7 +67,12 @@ class HostEnv:
         s = jax.device_get(s)
         over = np.logical_or(s.terminated, s.truncated)
         return TimeStep(s.obs, np.asarray(s.reward, np.float32), np.asarray(s.terminated),
-                        np.asarray(s.truncated), over)
+                        np.asarray(s.truncated), over, getattr(s, "info", None))
 
     def close(self) -> None:
         self._state = None
+
+
+def _one_action(space: Any) -> Any:
+    """One action of a gymnasium space (its sample: only its shape and dtype are used)."""
+    return jax.tree.map(np.asarray, space.sample())

@@ -19,7 +19,7 @@ from anakin import evaluation, loop, runtime
 from anakin.population import Population
 from experiments.wiring import members
 from experiments.wiring.runtimes import Started
-from podracer import compile_cache
+from podracer import compile_cache, episode_metrics
 from podracer.schema import read_section
 from podracer.validation import ConfigError
 
@@ -37,10 +37,6 @@ class AnakinRuntime:
     takes_host_envs = False
 
     def read(self, config: ml_collections.ConfigDict, env):
-        if env.episode_metrics not in ("", "auto"):  # auto: no JAX env declares fields
-            raise ConfigError(f"env.episode_metrics={env.episode_metrics!r}: runtime='anakin' "
-                              f"logs no episode metrics yet; runtime='sebulba' does (EnvPool, "
-                              f"gymnasium and registered envs).")
         return read_section(runtime.AnakinConfig, config, "", whole=False), env, None
 
     def read_members(self, config, ac: runtime.AnakinConfig, agent_cfg, run):
@@ -79,6 +75,7 @@ class AnakinRuntime:
         ac = sections.runtime
         compile_cache.enable(ac.compilation_cache_dir)
         env = make_env(sections.env)
+        metrics = check_metrics(env, sections.env)
         mesh = self.check_devices(ac)  # the run's one mesh: the loop reuses it
         example_obs = jax.tree.map(lambda x: x[None], env.reset(jax.random.key(0)).obs)
         processes = jax.process_count()
@@ -91,10 +88,12 @@ class AnakinRuntime:
                           else "")),)
 
         def train(agent, logger, **kwargs):
-            return loop.train(agent, env, ac, logger, mesh=mesh, **kwargs)
+            return loop.train(agent, env, ac, logger, mesh=mesh, episode_metrics=metrics,
+                              **kwargs)
 
         def play_for(player, run):
-            return evaluation.make_play(env, player, run.eval_episodes, run.eval_num_envs)
+            return evaluation.make_play(env, player, run.eval_episodes, run.eval_num_envs,
+                                        metrics=metrics)
 
         def check(agent):
             if isinstance(agent, Population):  # varied fields the agent cannot trace
@@ -102,6 +101,21 @@ class AnakinRuntime:
 
         return Started(env.action_space, example_obs, shape, plan, describe, train, play_for,
                        check, env.observation_space)
+
+
+def check_metrics(env, env_config) -> tuple[episode_metrics.EpisodeMetric, ...]:
+    """env.episode_metrics resolved against the scalar fields of the JAX env's step info
+    (`anakin.envs.info_fields`, from the step's abstract evaluation): "auto" takes those of
+    crashed, is_success and speed it reports; a field it does not report stops the run in one
+    line naming those it does."""
+    reported = anakin_envs.info_fields(env)
+    if env_config.episode_metrics == episode_metrics.AUTO:
+        return episode_metrics.judged(reported)
+    try:
+        return episode_metrics.resolve(episode_metrics.parse(env_config.episode_metrics),
+                                       reported, f"env.name={env_config.name!r}")
+    except ValueError as e:
+        raise ConfigError(f"env.episode_metrics={env_config.episode_metrics!r}: {e}") from None
 
 
 DRIVER = AnakinRuntime()

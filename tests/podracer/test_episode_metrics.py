@@ -219,12 +219,3 @@ def test_a_run_logs_them_and_refuses_a_field_the_env_does_not_report(tmp_path, c
             r"env.name='HighwayFast-v0' does not report a field 'lanes' in its info; it "
             r"reports: crashed, elapsed_step, env_id, players.env_id, speed\.$")):
         train.run(config)
-
-
-def test_anakin_refuses_them_for_now(tmp_path):
-    from experiments import train
-    from experiments.configs import ppo_gymnax
-    config = quiet_config(ppo_gymnax.get_config(), tmp_path / "run",
-                          **{"env.episode_metrics": "x:max"})
-    with pytest.raises(ConfigError, match=r"runtime='anakin' logs no episode metrics yet"):
-        train.run(config)
