@@ -135,8 +135,10 @@ class BraxEnv:
         t = state.t + 1
         terminated = jnp.asarray(inner.done) > 0
         truncated = jnp.logical_and(t >= self.episode_length, ~terminated)
+        # brax's per-step metrics (the reward's terms, positions, velocities): info "metrics.*"
+        info = {"metrics": {k: jnp.asarray(v, jnp.float32) for k, v in inner.metrics.items()}}
         return (BraxState(inner, t), _float32(inner.obs),
-                jnp.asarray(inner.reward, jnp.float32), terminated, truncated)
+                jnp.asarray(inner.reward, jnp.float32), terminated, truncated, info)
 
 
 def _float32(obs):

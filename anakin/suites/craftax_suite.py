@@ -117,12 +117,14 @@ class CraftaxEnv:
         return state, obs.astype(jnp.float32)
 
     def transition(self, key, state, action):
-        obs, state, reward, _, _ = self.env.step_env(key, state, action, self.params)
+        obs, state, reward, _, info = self.env.step_env(key, state, action, self.params)
         terminated = self.env.is_terminal(state, self.params.replace(max_timesteps=_NO_LIMIT))
         time_up = state.timestep >= self.params.max_timesteps
         truncated = jnp.logical_and(time_up, jnp.logical_not(terminated))
+        # The suite's info: "Achievements/<name>" (100 on a game's last step if it unlocked
+        # it, else 0: "Achievements/<name>:max" is its unlock rate), "score" and "discount".
         return (state, obs.astype(jnp.float32), jnp.asarray(reward, jnp.float32),
-                jnp.asarray(terminated, bool), truncated)
+                jnp.asarray(terminated, bool), truncated, dict(info))
 
 
 def make(env_id: str, options: dict) -> CraftaxEnv:

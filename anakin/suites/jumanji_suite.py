@@ -185,8 +185,10 @@ class JumanjiEnv:
         cut = last if self.max_steps is None else last | (t >= self.max_steps)
         truncated = cut & ~terminated
         reward = jnp.asarray(timestep.reward, jnp.float32)
+        # The step's extras (env metrics, e.g. an invalid action's flag): info "extras.*".
         return (JumanjiState(inner, t), self._obs(timestep.observation), reward,
-                jnp.asarray(terminated, bool), jnp.asarray(truncated, bool))
+                jnp.asarray(terminated, bool), jnp.asarray(truncated, bool),
+                {"extras": dict(timestep.extras or {})})
 
 
 def make(env_id: str, options: dict) -> JumanjiEnv:

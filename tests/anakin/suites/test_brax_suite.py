@@ -161,3 +161,17 @@ def test_ppo_beats_random_on_inverted_pendulum(tmp_path):
           f"{baseline:.1f}) after {result.env_steps:,d} steps in "
           f"{time.perf_counter() - start:.1f}s wall")
     assert best >= 500.0
+
+
+def test_info_holds_brax_own_metrics():
+    """The step's info is brax's per-step metrics under "metrics" (env.episode_metrics can
+    name them, e.g. metrics.*:sum for ant's reward terms); each equals brax's own."""
+    env = envs.make_env("brax:ant", {"episode_length": 5})
+    fields = envs.info_fields(env)
+    assert {"metrics.reward_forward", "metrics.reward_ctrl", "metrics.x_velocity"} <= set(fields)
+    state = env.reset(jax.random.key(0))
+    action = jnp.full(env.action_space.shape, 0.5, jnp.float32)
+    _, s = jax.jit(env.step)(jax.random.key(1), state, action)
+    own = jax.jit(env.raw.env.step)(state.inner.inner, action)
+    for name in ("reward_forward", "reward_ctrl", "x_velocity"):
+        assert float(s.info["metrics"][name]) == pytest.approx(float(own.metrics[name]))

@@ -97,6 +97,10 @@ def test_terminal_and_time_limit_steps_match_the_suite(replay):
         assert float(s.reward) == pytest.approx(reward, abs=1e-6)
         assert bool(s.terminated or s.truncated) == done
         rows.append((bool(s.terminated), bool(s.truncated), bool(s.valid)))
+        if i < 3:  # the suite's info: each achievement, 100 on a game's last step if unlocked
+            wood = float(s.info["Achievements/collect_wood"])
+            assert wood == (100.0 if i == 2 else 0.0), i  # the first step's wood, at the end
+            assert float(s.info["Achievements/collect_diamond"]) == 0.0, i
         ret, suite_ret = ret + float(s.reward), suite_ret + reward
         if done:
             returns.append(ret)

@@ -60,6 +60,9 @@ def _check_replay(rows, fields):
             continue
         _, ts = own
         assert bool(s.valid) and float(s.reward) == float(ts.reward), i
+        assert s.info["extras"].keys() == (ts.extras or {}).keys(), i  # info: jumanji's extras
+        for key, value in (ts.extras or {}).items():
+            np.testing.assert_array_equal(s.info["extras"][key], value, err_msg=f"step {i}")
         # jumanji's end is an end; a termination is one of jumanji's (discount 0), and only
         # the adapter's `max_steps` may end an episode jumanji goes on with.
         assert bool(s.episode_over) >= bool(ts.last()), i
@@ -98,6 +101,7 @@ def test_game2048_true_return_and_max_steps_against_jumanji_step():
     # A 2x2 board fills up in a few moves; "up" alone stalls once nothing moves up (jumanji
     # then leaves the board as it is), so only `max_steps` ends episode 2.
     env = envs.make_env("jumanji:Game2048-v1", {"board_size": 2, "max_steps": 20})
+    assert envs.info_fields(env) == ("extras.highest_tile",)  # env.episode_metrics can name
     rows = _play(env, [_legal, lambda obs, rng: UP], 40)
     _check_replay(rows, ("board", "action_mask"))
     ends = [i for i, (s, *_) in enumerate(rows) if s.episode_over]
