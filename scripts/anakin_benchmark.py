@@ -6,8 +6,9 @@ steps and the learner step) on 1 and more (faked) devices.
         [--updates_per_call 1] [--num_seeds 1,4,16,64] [--set agent.num_epochs=4 ...] [--json]
 
 The agent, network and hyperparameters are experiments/configs/ppo_gymnax.py's (PPO, MLP
-64x64), with `--set FIELD=VALUE` overrides. Steps/s exclude compilation: the update is compiled
-and run once before the clock starts; the clock stops after the last update's results are on
+64x64), with `--set FIELD=VALUE` overrides (`--set env.episode_metrics=discount:mean` reduces
+that info field over each game inside the update, as training does). Steps/s exclude
+compilation: the update is compiled and run once before the clock starts; the clock stops after the last update's results are on
 the host. Each row records the 1-minute load average at its end (`load1`). `--fake_devices N`
 sets XLA_FLAGS before JAX is imported (library code never does); `--json` prints one JSON
 object per row instead of the table.
@@ -64,6 +65,7 @@ def measure(num_devices: int, *, env: str = "gymnax:CartPole-v1", num_envs: int 
     sections = wiring.read(config, devices=False, env_id=False)
     ac = sections.runtime
     e = anakin_runtime.make_env(sections.env)
+    judged = anakin_runtime.check_metrics(e, sections.env)  # --set env.episode_metrics=...
     mesh = runtime.make_mesh(ac.learner_device_ids)
     example = jax.tree.map(lambda x: x[None], e.reset(jax.random.key(0)).obs)
     if num_seeds > 1:
@@ -72,9 +74,10 @@ def measure(num_devices: int, *, env: str = "gymnax:CartPole-v1", num_envs: int 
         network = wiring.build_network(sections, e.action_space, e.observation_space)
         pop = members.population(sections.spec, sections.agent, network, sections.shape,
                                  10**6, sections.members)
-        state, runner = population.place(*population.init(pop, e, example, 0, ac.num_envs),
-                                         mesh)
-        fused = population.make_update_fn(pop, e, mesh, ac.unroll_length, updates_per_call)
+        state, runner = population.place(*population.init(pop, e, example, 0, ac.num_envs,
+                                                          len(judged)), mesh)
+        fused = population.make_update_fn(pop, e, mesh, ac.unroll_length, updates_per_call,
+                                          judged)
         hparams = pop.stacked_hparams()
 
         def update(state, runner):
@@ -83,11 +86,12 @@ def measure(num_devices: int, *, env: str = "gymnax:CartPole-v1", num_envs: int 
         _, _, agent = wiring.build_from_config(sections, e.action_space, num_updates=10**6,
                                                observation_space=e.observation_space)
         state = runtime.place_replicated(agent.init(jax.random.key(seed), example), mesh)
-        runner = runtime.place_runner(
-            runtime.init_runner(agent, e, runtime.runner_key(seed), ac.num_envs), mesh)
-        update = runtime.make_update_fn(agent, e, mesh, ac.unroll_length, updates_per_call)
+        runner = runtime.place_runner(runtime.init_runner(
+            agent, e, runtime.runner_key(seed), ac.num_envs, len(judged)), mesh)
+        update = runtime.make_update_fn(agent, e, mesh, ac.unroll_length, updates_per_call,
+                                        judged)
         if act_only:
-            update = _act_only_fn(agent, e, mesh, ac.unroll_length, updates_per_call)
+            update = _act_only_fn(agent, e, mesh, ac.unroll_length, updates_per_call, judged)
     t0 = time.perf_counter()
     state, runner, metrics, _ = update(state, runner)
     jax.block_until_ready(metrics)
@@ -102,13 +106,14 @@ def measure(num_devices: int, *, env: str = "gymnax:CartPole-v1", num_envs: int 
     return {"runtime": "anakin", "measure": "act_only" if act_only else "end_to_end",
             "env": env, "devices": num_devices, "num_envs": num_envs,
             "unroll_length": unroll_length, "updates_per_call": updates_per_call,
-            "num_seeds": num_seeds, "sps": steps / elapsed,
+            "num_seeds": num_seeds, "episode_metrics": ",".join(m.name for m in judged),
+            "sps": steps / elapsed,
             "update_s": elapsed / (calls * updates_per_call), "compile_s": compile_s,
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
             "load1": os.getloadavg()[0]}
 
 
-def _act_only_fn(agent, env, mesh, T: int, k: int):
+def _act_only_fn(agent, env, mesh, T: int, k: int, metrics=()):
     """update(state, runner) with the same signature, running k rollouts and no learning."""
     import jax
     from jax.sharding import PartitionSpec as P
@@ -117,7 +122,7 @@ def _act_only_fn(agent, env, mesh, T: int, k: int):
 
     def per_device(state, runner):
         def body(r, _):
-            r, ro, eps = runtime.rollout(agent, env, agent.actor_params(state), r, T)
+            r, ro, eps = runtime.rollout(agent, env, agent.actor_params(state), r, T, metrics)
             return r, (ro.reward.sum(), eps)
         runner, (total, eps) = jax.lax.scan(body, runner, None, length=k)
         eps = jax.tree.map(lambda x: x.reshape((k * T, *x.shape[2:])), eps)

@@ -32,3 +32,14 @@ def test_a_device_count_this_process_lacks_runs_in_a_subprocess():
     row = anakin_benchmark.measure_on(6, num_envs=6, unroll_length=2, seconds=0.2,
                                       sets=("agent.num_minibatches=1",), act_only=True)
     assert row["process"] == "subprocess" and row["devices"] == 6 and row["sps"] > 0, row
+
+
+def test_episode_metrics_are_measured_inside_the_update():
+    """--set env.episode_metrics=... measures the update that reduces them (docs/benchmarks.md,
+    "The cost of episode metrics on the device")."""
+    for act_only in (False, True):
+        row = anakin_benchmark.measure(1, num_envs=8, unroll_length=4, seconds=0.2,
+                                       act_only=act_only,
+                                       sets=("env.episode_metrics=discount:mean",
+                                             "agent.num_minibatches=1"))
+        assert row["episode_metrics"] == "discount" and row["sps"] > 0, row
