@@ -8,10 +8,10 @@ steps and the learner step) on 1 and more (faked) devices.
 The agent, network and hyperparameters are experiments/configs/ppo_gymnax.py's (PPO, MLP
 64x64), with `--set FIELD=VALUE` overrides (`--set env.episode_metrics=discount:mean` reduces
 that info field over each game inside the update, as training does). Steps/s exclude
-compilation: the update is compiled and run once before the clock starts; the clock stops after the last update's results are on
-the host. Each row records the 1-minute load average at its end (`load1`). `--fake_devices N`
-sets XLA_FLAGS before JAX is imported (library code never does); `--json` prints one JSON
-object per row instead of the table.
+compilation: the update is compiled and run once before the clock starts; the clock stops after
+the last update's results are on the host. Each row records the 1-minute load average at its
+end (`load1`). `--fake_devices N` sets XLA_FLAGS before JAX is imported (library code never
+does); `--json` prints one JSON object per row instead of the table.
 
 scripts/benchmark.py prints the same rows beside its Sebulba rows (its measures `anakin` and
 `anakin_act`) through `measure_on`, which runs `measure` in this process when it has the
