@@ -29,7 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from anakin import suites
-from podracer.episode_metrics import scalar_fields
+from podracer.episode_metrics import jax_step_fields
 from podracer.registry import Registry
 
 PyTree = Any
@@ -57,8 +57,9 @@ class RawEnv(Protocol):
     `transition` returns (inner state, obs, reward, terminated, truncated) and may add a sixth
     entry, `info`: a dict (nested dicts allowed) of what the env reports beside the reward, of
     one structure at every step, whose scalar entries env.episode_metrics can reduce over each
-    game (anakin/episode_metrics.py); a time limit is reported as `truncated`. `observation_space` / `action_space` are gymnasium spaces (the
-    networks pick their heads from them)."""
+    game (anakin/episode_metrics.py); a time limit is reported as `truncated`.
+    `observation_space` / `action_space` are gymnasium spaces (the networks pick their heads
+    from them)."""
 
     observation_space: Any
     action_space: Any
@@ -177,6 +178,8 @@ class GymnaxEnv:
 
 
 GYMNAX_PREFIX = "gymnax:"
+
+
 def _check_factory(name: str, factory: Any) -> None:
     if not callable(factory):
         raise TypeError(f"factory for {name!r} must be callable (options) -> RawEnv; got "
@@ -226,11 +229,9 @@ def make_env(name: str, options: dict | None = None) -> AutoReset:
 def info_fields(env) -> tuple[str, ...]:
     """The dotted names of the scalar entries of the info an env's step reports (what
     env.episode_metrics can name), from the step's abstract evaluation: nothing runs."""
-    state = jax.eval_shape(env.reset, jax.random.key(0))
     action = jax.eval_shape(lambda k: jax.tree.map(lambda a: a[0], uniform_actions(
         env.action_space, k, 1)), jax.random.key(0))
-    _, step = jax.eval_shape(env.step, jax.random.key(0), state, action)
-    return scalar_fields(step.info)
+    return jax_step_fields(env, action)
 
 
 def uniform_actions(space, key: jax.Array, n: int) -> PyTree:

@@ -50,7 +50,7 @@ import numpy as np
 from jax.sharding import Mesh
 
 from anakin import population as pop
-from anakin import runtime
+from anakin import host_games, runtime
 from podracer import distributed
 from podracer.agent import Agent
 from podracer.checkpoint import Checkpointer, Progress
@@ -91,8 +91,8 @@ class _Single:
     def split(self, metrics: dict, eps, k: int) -> tuple[list[list[dict]], list[list[list]]]:
         """[update][member] metrics and games of a call of k updates."""
         if self.ac.updates_per_call == 1:
-            return [[metrics]], [[g] for g in runtime.local_episodes(eps)]
-        games = runtime.local_episodes(eps, k)  # rounds from k on were skipped
+            return [[metrics]], [[g] for g in host_games.local_episodes(eps)]
+        games = host_games.local_episodes(eps, k)  # rounds from k on were skipped
         rows = [{n: v[i] for n, v in metrics.items()} for i in range(k)]
         return [[m] for m in rows], [[g] for g in games]
 

@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, PartitionSpec as P
 
-from anakin import runtime
+from anakin import host_games, runtime
 from podracer.agent import Agent
 from podracer.episode_metrics import EpisodeMetric
 
@@ -137,8 +137,8 @@ def local_episodes(episodes: runtime.Episodes, size: int, rounds: int | None = N
                    ) -> list[list[list[tuple]]]:
     """The games this process's envs finished, per update of the call and per member:
     out[k][m] from a record [M, T, B] (one update) or [K, M, T, B] (a fused call), of its
-    first `rounds` rounds (runtime.local_episodes)."""
-    over, ret, length, metrics = runtime.host_rounds(episodes, rounds, 3)
-    return [[runtime.games(over[k, m], ret[k, m], length[k, m], metrics[k, m])
+    first `rounds` rounds (host_games.local_episodes)."""
+    over, ret, length, metrics = host_games.host_rounds(episodes, rounds, 3)
+    return [[host_games.games(over[k, m], ret[k, m], length[k, m], metrics[k, m])
              for m in range(size)]
             for k in range(over.shape[0])]

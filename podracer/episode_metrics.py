@@ -112,6 +112,27 @@ def scalar_fields(info_shapes: Mapping[str, Any] | None) -> tuple[str, ...]:
     return tuple(name for name in reported_fields(info_shapes) if size(name) == 1)
 
 
+def chosen(text: str, reported: Sequence[str], where: str) -> tuple[EpisodeMetric, ...]:
+    """The metrics an env.episode_metrics setting `text` stands for, given the fields `where`
+    reports: "auto" takes the judged ones it reports; otherwise `parse` then `resolve`
+    (ValueError naming a bad entry, or a field it does not report and those it does)."""
+    if str(text).strip() == AUTO:
+        return judged(reported)
+    return resolve(parse(text), reported, where)
+
+
+def jax_step_fields(env: Any, action: Any) -> tuple[str, ...]:
+    """The dotted names of the scalar entries of a JAX env's step info (anakin/envs.py's API:
+    `reset(key) -> state`, `step(key, state, action) -> (state, step)` with `step.info`), from
+    the step's abstract evaluation: nothing runs. `action`: one env's action (arrays or
+    ShapeDtypeStructs)."""
+    import jax
+    key = jax.random.key(0)
+    state = jax.eval_shape(env.reset, key)
+    _, step = jax.eval_shape(env.step, key, state, action)
+    return scalar_fields(getattr(step, "info", None))
+
+
 def resolve(metrics: Sequence[EpisodeMetric], reported: Sequence[str], where: str
             ) -> tuple[EpisodeMetric, ...]:
     """`metrics` with each "<prefix>.*" expanded to the fields under `prefix` that `where`

@@ -185,13 +185,9 @@ def episode_metrics_of(env: Any, text: str, where: str
     """The metrics of an EnvConfig.episode_metrics `text` for `env` (a probe batch), resolved
     against the fields it reports (ValueError naming them). "auto" asks only an env that
     declares its fields (`info_fields`), never steps it."""
-    if text == episode_metrics.AUTO:
-        declared = getattr(env, "info_fields", None)
-        return episode_metrics.judged(declared or ())
-    metrics = episode_metrics.parse(text)
-    if not metrics:
-        return ()
-    return episode_metrics.resolve(metrics, info_fields(env), where)
+    asked = text != episode_metrics.AUTO and episode_metrics.parse(text)
+    reported = info_fields(env) if asked else getattr(env, "info_fields", None) or ()
+    return episode_metrics.chosen(text, reported, where)
 
 
 def info_fields(env: Any) -> tuple[str, ...]:

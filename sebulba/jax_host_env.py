@@ -14,12 +14,13 @@ scalar entries without stepping (what env.episode_metrics can reduce).
 """
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import jax
 import numpy as np
 
-from podracer.episode_metrics import scalar_fields
+from podracer.episode_metrics import jax_step_fields
 from sebulba.envs import TimeStep
 
 
@@ -49,12 +50,7 @@ class HostEnv:
     def info_fields(self) -> tuple[str, ...]:
         """The dotted names of the scalar entries of one env's step info, from the step's
         abstract evaluation (nothing runs)."""
-        key = jax.random.key(0)
-        state = jax.eval_shape(self.env.reset, key)
-        action = jax.tree.map(lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype),
-                              _one_action(self.action_space))
-        _, step = jax.eval_shape(self.env.step, key, state, action)
-        return scalar_fields(getattr(step, "info", None))
+        return jax_step_fields(self.env, _one_action(self.action_space))
 
     def reset(self) -> Any:
         self._keys, self._state = self._reset(self._keys)
@@ -74,5 +70,7 @@ class HostEnv:
 
 
 def _one_action(space: Any) -> Any:
-    """One action of a gymnasium space (its sample: only its shape and dtype are used)."""
-    return jax.tree.map(np.asarray, space.sample())
+    """One action of a gymnasium space, as shapes and dtypes (a copy's sample: the space's own
+    random state is left as it was)."""
+    return jax.tree.map(lambda a: jax.ShapeDtypeStruct(np.shape(a), np.asarray(a).dtype),
+                        copy.deepcopy(space).sample())

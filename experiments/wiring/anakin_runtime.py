@@ -108,12 +108,9 @@ def check_metrics(env, env_config) -> tuple[episode_metrics.EpisodeMetric, ...]:
     (`anakin.envs.info_fields`, from the step's abstract evaluation): "auto" takes those of
     crashed, is_success and speed it reports; a field it does not report stops the run in one
     line naming those it does."""
-    reported = anakin_envs.info_fields(env)
-    if env_config.episode_metrics == episode_metrics.AUTO:
-        return episode_metrics.judged(reported)
     try:
-        return episode_metrics.resolve(episode_metrics.parse(env_config.episode_metrics),
-                                       reported, f"env.name={env_config.name!r}")
+        return episode_metrics.chosen(env_config.episode_metrics, anakin_envs.info_fields(env),
+                                      f"env.name={env_config.name!r}")
     except ValueError as e:
         raise ConfigError(f"env.episode_metrics={env_config.episode_metrics!r}: {e}") from None
 

@@ -4,7 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from anakin import envs, runtime
+from anakin import envs, host_games, runtime
 from anakin import episode_metrics as game_metrics
 from podracer.episode_metrics import EpisodeAccumulator, parse
 
@@ -65,8 +65,8 @@ def test_rollout_carries_the_metrics_of_each_game():
     run = jax.jit(lambda s, r: runtime.rollout(agent, env, agent.actor_params(s), r, 12,
                                                metrics))
     runner, _, eps = run(state, runner)
-    games = runtime.local_episodes(eps)[0]
+    games = host_games.local_episodes(eps)[0]
     # Steps 1-3 a game, step 4 its reset step, ...: three games per env in 12 steps.
     assert games == [(9.0, 3, 2.0, 1.0, 3.0)] * 6
     runner, _, eps = run(state, runner)  # the totals carry across rollouts
-    assert runtime.local_episodes(eps)[0] == [(9.0, 3, 2.0, 1.0, 3.0)] * 6
+    assert host_games.local_episodes(eps)[0] == [(9.0, 3, 2.0, 1.0, 3.0)] * 6

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import agents.ppo as ppo
-from anakin import envs, runtime
+from anakin import envs, host_games, runtime
 from sebulba.learner import make_learn_fn as sebulba_learn_fn
 from sebulba.learner import place_learner_state
 from sebulba.topology import make_topology
@@ -51,7 +51,7 @@ def _updates(agent, env, n_devices, n_updates=2, updates_per_call=1, lengths=Non
     for n in lengths or [None] * n_updates:
         kwargs = {} if n is None else {"n": n}
         state, runner, metrics, eps = update(state, runner, **kwargs)
-        out.append((jax.device_get(metrics), runtime.local_episodes(eps)))
+        out.append((jax.device_get(metrics), host_games.local_episodes(eps)))
     return jax.device_get(state), jax.device_get(runner), out
 
 
@@ -198,9 +198,9 @@ def test_a_fused_calls_games_are_read_from_the_rounds_it_ran_only():
     ret, length = np.arange(24.0).reshape(4, 2, 3), np.ones((4, 2, 3), np.int32)
     over[0, 1, 2] = over[1, 0, 0] = over[3, 0, 0] = True  # round 3 did not run
     record = runtime.Episodes(over, ret, length)
-    assert runtime.local_episodes(record, 2) == [[(5.0, 1)], [(6.0, 1)]]
-    assert len(runtime.local_episodes(record)) == 4
-    assert runtime.local_episodes(runtime.Episodes(over[0], ret[0], length[0])) == [[(5.0, 1)]]
+    assert host_games.local_episodes(record, 2) == [[(5.0, 1)], [(6.0, 1)]]
+    assert len(host_games.local_episodes(record)) == 4
+    assert host_games.local_episodes(runtime.Episodes(over[0], ret[0], length[0])) == [[(5.0, 1)]]
     members = runtime.Episodes(over[:, None].repeat(2, 1), ret[:, None].repeat(2, 1),
                                length[:, None].repeat(2, 1))  # [K, M=2, T, B]
     assert population.local_episodes(members, 2, 3) == [[[(5.0, 1)]] * 2, [[(6.0, 1)]] * 2,
@@ -217,9 +217,9 @@ def test_on_an_accelerator_the_skipped_rounds_are_sliced_off_before_the_copy(mon
     over[0, 1, 2] = over[3, 0, 0] = True
     record = runtime.Episodes(jnp.asarray(over), jnp.arange(24.0).reshape(4, 2, 3),
                               jnp.ones((4, 2, 3), jnp.int32))
-    on_cpu = runtime.local_episodes(record, 2)
+    on_cpu = host_games.local_episodes(record, 2)
     sliced = []
-    monkeypatch.setattr(runtime, "_on_accelerator", lambda x: sliced.append(x.shape) or True)
-    host = runtime.host_episodes(record, 2)
+    monkeypatch.setattr(host_games, "_on_accelerator", lambda x: sliced.append(x.shape) or True)
+    host = host_games.host_episodes(record, 2)
     assert [h.shape for h in host[:3]] == [(2, 2, 3)] * 3 and sliced == [(4, 2, 3)] * 3
-    assert runtime.local_episodes(record, 2) == on_cpu == [[(5.0, 1)], []]
+    assert host_games.local_episodes(record, 2) == on_cpu == [[(5.0, 1)], []]
