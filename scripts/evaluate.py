@@ -1,9 +1,9 @@
 """Evaluates a checkpoint: N full games with true scores, on seeds disjoint from training.
 
-    python scripts/evaluate.py runs/impala-Breakout-v5-s0-20250101-120000 --episodes 100
-    python scripts/evaluate.py runs/.../checkpoints/4880 --policy sample --noop_max 1
-    python scripts/evaluate.py runs/ppo-gymnax:CartPole-v1-s0-20250101-120000 --member 2
-    python scripts/evaluate.py runs/ppo-gymnax:CartPole-v1-s0-.../members/02-s2
+    python -m scripts.evaluate runs/impala-Breakout-v5-s0-20250101-120000 --episodes 100
+    python -m scripts.evaluate runs/.../checkpoints/4880 --policy sample --noop_max 1
+    python -m scripts.evaluate runs/ppo-gymnax:CartPole-v1-s0-20250101-120000 --member 2
+    python -m scripts.evaluate runs/ppo-gymnax:CartPole-v1-s0-.../members/02-s2
 
 The agent is rebuilt from the config saved in the checkpoint, the way every run builds it
 (`experiments.wiring.build_from_config`: the config's `agent_name`, or the checkpoint's
@@ -268,8 +268,10 @@ def add_verbose_flag(p: argparse.ArgumentParser) -> None:
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m scripts.evaluate",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("path", help="checkpoint dir, checkpoints dir or run dir (newest checkpoint)")
     p.add_argument("--episodes", type=int, default=100, help="games to play (default 100)")
     p.add_argument("--policy", choices=("greedy", "sample"), default="greedy",

@@ -1,10 +1,10 @@
 """Learning curves from run directories: return vs env steps and vs wall clock, to a PNG.
 
-    python scripts/plot.py runs/sweep-lr --output runs/sweep-lr/curves.png
-    python scripts/plot.py runs/impala-CartPole-v1-s0-* runs/impala-CartPole-v1-s1-* \\
+    python -m scripts.plot runs/sweep-lr --output runs/sweep-lr/curves.png
+    python -m scripts.plot runs/impala-CartPole-v1-s0-* runs/impala-CartPole-v1-s1-* \\
         --metric episode/return_mean --title "IMPALA CartPole"
-    python scripts/plot.py runs/pong --reference docs/references/cleanrl_ppo_envpool_pong.csv
-    python scripts/plot.py runs/a_s0 runs/a_s1 runs/b_s0 --label runs/a_s0="80 per update" \
+    python -m scripts.plot runs/pong --reference docs/references/cleanrl_ppo_envpool_pong.csv
+    python -m scripts.plot runs/a_s0 runs/a_s1 runs/b_s0 --label runs/a_s0="80 per update" \
         --label runs/a_s1="80 per update" --label runs/b_s0="640 per update"
 
 Each argument is a run dir or a folder searched for run dirs (those with metrics.jsonl or
@@ -14,9 +14,9 @@ wrote (scripts/sweep.py), else by the config.json fields that differ between the
 run_dir and similar excluded), else one setting per dir. Each setting is drawn as the mean
 over its seeds, with the min-max range over seeds shaded (see `seed_band` for seeds of
 different lengths).
---reference draws a published curve (points read off its figure, scripts/_references.py) as a
-dashed line on the step axis, so a run is compared with it at equal agent steps.
-The wall-clock axis is training time (`_runs.training_time`): it counts from the creation of
+--reference draws a published curve (points read off its figure, scripts/analysis/references.py)
+as a dashed line on the step axis, so a run is compared with it at equal agent steps.
+The wall-clock axis is training time (`rundir.training_time`): it counts from the creation of
 the run's TensorBoard writer (before compilation), and for a run continued with
 --config.resume each piece counts from its own writer's creation, so the pause between pieces
 (a night, or a process restart's exit and imports) is left out.
@@ -25,7 +25,7 @@ Aggregates over seeds (Agarwal et al. 2021, "Deep RL at the edge of the statisti
 with their `rliable` package). Runs are grouped by setting (every config field but the seed and
 the env) and by env (config env.name):
 
-    python scripts/plot.py runs/seeds --aggregate iqm --output iqm.png \\
+    python -m scripts.plot runs/seeds --aggregate iqm --output iqm.png \\
         --profile profile.png --normalize atari_nature
 
 --aggregate iqm draws, per setting and env, the interquartile mean (IQM) over seeds with a
@@ -39,8 +39,8 @@ human scores of Mnih et al. 2015) or a JSON file {"Pong": {"random": -20.7, "ref
 With --normalize, each setting on several envs also gets an "all envs" row (IQM over runs x
 envs of the normalised scores). --at 1e6,2.5e6,5e6 prints those tables at the given agent
 steps instead (each run's last point at or before the step; a run not yet there is left out,
-with a note), and the profile is drawn at the last of them. Below 4 seeds the IQM trims nothing (it is the mean); with one
-seed there is no interval (noted, drawn as the run itself).
+with a note), and the profile is drawn at the last of them. Below 4 seeds the IQM trims
+nothing (it is the mean); with one seed there is no interval (noted, drawn as the run itself).
 """
 from __future__ import annotations
 
@@ -51,16 +51,10 @@ import textwrap
 
 import numpy as np
 
-if __package__:  # imported as scripts.plot (the tests)
-    from . import _runs
-    from ._references import draw_references, load_references
-    from ._scores import (NORMALIZE_TABLES, iqm_band, load_normalization, normalize,
-                          performance_profile, score_table)
-else:  # run as `python scripts/plot.py`: scripts/ is sys.path[0]
-    import _runs
-    from _references import draw_references, load_references
-    from _scores import (NORMALIZE_TABLES, iqm_band, load_normalization, normalize,
-                         performance_profile, score_table)
+from scripts.analysis import rundir
+from scripts.analysis.references import draw_references, load_references
+from scripts.analysis.scores import (NORMALIZE_TABLES, iqm_band, load_normalization, normalize,
+                                     performance_profile, score_table)
 
 AXES = {"step": "env steps", "time": "wall clock (minutes)"}
 AGGREGATES = ("mean", "iqm")  # mean: mean over seeds, min-max shaded; iqm: IQM, 95% CI shaded
@@ -71,10 +65,10 @@ def group_curves(run_dirs: list[str], metric: str,
                  names: dict[str, str] | None = None) -> dict[str, list[dict]]:
     """{setting label: [curve per seed]}, runs without the metric left out (with a note);
     `names` ({path: text}, --label) relabels the runs under each path."""
-    labels = _runs.apply_names(_runs.labels(run_dirs), names or {})
+    labels = rundir.apply_names(rundir.labels(run_dirs), names or {})
     groups: dict[str, list[dict]] = {}
     for run in run_dirs:
-        curve = _runs.load_curve(run, metric)
+        curve = rundir.load_curve(run, metric)
         if curve is None:
             print(f"plot: {run} has no {metric!r} yet; left out", file=sys.stderr)
             continue
@@ -101,23 +95,23 @@ def group_runs(run_dirs: list[str],
                names: dict[str, str] | None = None) -> dict[tuple[str, str], list[str]]:
     """{(setting, env): run dirs}: the setting is every config field but the seed and the env,
     or the --label name given to the runs' path (`names`)."""
-    labels = _runs.apply_names(_runs.labels(run_dirs, exclude=(_runs.ENV_FIELD,)), names or {})
+    labels = rundir.apply_names(rundir.labels(run_dirs, exclude=(rundir.ENV_FIELD,)), names or {})
     groups: dict[tuple[str, str], list[str]] = {}
     for run in run_dirs:
-        groups.setdefault((labels[run], _runs.env_of(run)), []).append(run)
+        groups.setdefault((labels[run], rundir.env_of(run)), []).append(run)
     return groups
 
 
 def final_scores(groups: dict[tuple[str, str], list[str]], metric: str,
                  at: float | None = None) -> dict[tuple[str, str], np.ndarray]:
     """{(setting, env): final `metric` per seed}, or its value at agent step `at`
-    (`_runs.value_at`); runs without it left out (with a note)."""
+    (`rundir.value_at`); runs without it left out (with a note)."""
     out = {}
     for key, runs in groups.items():
         values = []
         for run in runs:
-            value = (_runs.final_value(run, metric) if at is None
-                     else _runs.value_at(run, metric, at))
+            value = (rundir.final_value(run, metric) if at is None
+                     else rundir.value_at(run, metric, at))
             if value is None:
                 where = "yet" if at is None else f"at step {at:,.0f} (not there yet)"
                 print(f"plot: {run} has no {metric!r} {where}; left out", file=sys.stderr)
@@ -181,7 +175,7 @@ def plot_iqm(groups: dict[tuple[str, str], list[dict]], metric: str, output: str
              title: str = "", axes: tuple[str, ...] = ("step", "time"), reps: int = 2000,
              seed: int = 0, references: dict | None = None) -> str:
     """One row per env, one column per x axis; per setting the IQM over seeds, 95% CI shaded;
-    `references` (scripts/_references.py) on the step axis of their env's row."""
+    `references` (scripts/analysis/references.py) on the step axis of their env's row."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -237,8 +231,8 @@ def plot(groups: dict[str, list[dict]], metric: str, output: str, title: str = "
          axes: tuple[str, ...] = ("step", "time"), references: dict | None = None,
          env: str | None = None) -> str:
     """One panel per x axis; per setting the mean over seeds, min-max shaded; `references`
-    (scripts/_references.py) on the step axis (a reference's wall clock is another machine's),
-    only `env`'s and env-less ones when `env` (the runs' one env) is given."""
+    (scripts/analysis/references.py) on the step axis (a reference's wall clock is another
+    machine's), only `env`'s and env-less ones when `env` (the runs' one env) is given."""
     import matplotlib
     matplotlib.use("Agg")  # files only; no display needed (CI, SSH)
     import matplotlib.pyplot as plt
@@ -271,9 +265,11 @@ def plot(groups: dict[str, list[dict]], metric: str, output: str, title: str = "
 
 
 def main(argv=None) -> str:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog=__doc__.split("\n\n", 1)[1])
+    p = argparse.ArgumentParser(
+        prog="python -m scripts.plot",
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=__doc__.split("\n\n", 1)[1])
     p.add_argument("paths", nargs="+", help="run dirs, or folders holding run dirs")
     p.add_argument("--metric", default="episode/return_mean", help="scalar to plot")
     p.add_argument("--output", default="",
@@ -320,9 +316,9 @@ def main(argv=None) -> str:
         p.error(f"--reps={args.reps}: too few resamples for a 95% interval; use >= 100")
     try:
         table = load_normalization(args.normalize) if args.normalize else None
-        runs = _runs.find_runs(args.paths)
-        names = _runs.parse_names(args.label)
-        _runs.apply_names({run: "" for run in runs}, names)  # a bad PATH is named here
+        runs = rundir.find_runs(args.paths)
+        names = rundir.parse_names(args.label)
+        rundir.apply_names({run: "" for run in runs}, names)  # a bad PATH is named here
         references = {}
         for path in args.reference:
             curves = load_references(path)
@@ -340,7 +336,7 @@ def main(argv=None) -> str:
     if args.aggregate == "iqm":
         by_env = {}
         for key, dirs in group_runs(runs, names).items():
-            curves = [c for c in (_runs.load_curve(d, args.metric) for d in dirs) if c]
+            curves = [c for c in (rundir.load_curve(d, args.metric) for d in dirs) if c]
             if curves:
                 by_env[key] = curves
         if not by_env:
@@ -353,7 +349,7 @@ def main(argv=None) -> str:
         groups = group_curves(runs, args.metric, names)
         if not groups:
             p.error(f"none of the {len(runs)} runs logged {args.metric!r}")
-        envs = {_runs.env_of(run) for run in runs}
+        envs = {rundir.env_of(run) for run in runs}
         plot(groups, args.metric, output, args.title, axes, references=references,
              env=envs.pop() if len(envs) == 1 else None)
         n_runs, n_groups = sum(len(c) for c in groups.values()), len(groups)

@@ -1,6 +1,6 @@
 """The return of a uniformly random policy on JAX-native envs: the 0 of a normalised score.
 
-    python scripts/random_scores.py gymnax:Breakout-MinAtar gymnax:Asterix-MinAtar \\
+    python -m scripts.random_scores gymnax:Breakout-MinAtar gymnax:Asterix-MinAtar \\
         --episodes 1000 --json random.json
 
 Each of `--episodes` envs (Anakin's `AutoReset` over the env, as training steps it) plays
@@ -67,9 +67,11 @@ def summary(result: dict[str, np.ndarray]) -> dict[str, float]:
 
 
 def main(argv=None) -> dict[str, dict[str, float]]:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog=__doc__.split("\n\n", 1)[1])
+    p = argparse.ArgumentParser(
+        prog="python -m scripts.random_scores",
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=__doc__.split("\n\n", 1)[1])
     p.add_argument("envs", nargs="+", help="JAX-native env names (gymnax:<id>, <suite>:<id>)")
     p.add_argument("--episodes", type=int, default=1000, help="envs, one first episode each")
     p.add_argument("--seed", type=int, default=0)

@@ -1,7 +1,7 @@
 """Records a checkpoint's agent playing, to an MP4 (when imageio has ffmpeg) or a GIF.
 
-    python scripts/render.py runs/impala-Breakout-v5-s0-20250101-120000 --episodes 1
-    python scripts/render.py runs/.../checkpoints/4880 --output breakout.gif --max_frames 500
+    python -m scripts.render runs/impala-Breakout-v5-s0-20250101-120000 --episodes 1
+    python -m scripts.render runs/.../checkpoints/4880 --output breakout.gif --max_frames 500
 
 The policy and env settings are those of scripts/evaluate.py (whole games, greedy by default).
 Frames come from EnvPool's render API (`render_mode="rgb_array"`: Atari's full 210x160 RGB
@@ -38,10 +38,7 @@ from sebulba import envs
 from podracer.evaluation import EVAL_SEED
 from sebulba.evaluation import eval_env_config
 
-if __package__:  # imported as scripts.render (the tests)
-    from . import evaluate
-else:  # run as `python scripts/render.py`: scripts/ is sys.path[0]
-    import evaluate
+from scripts import evaluate
 
 _PROBE = ("import envpool, sys; e = envpool.make(sys.argv[1], env_type='gymnasium', "
           "num_envs=1, render_mode='rgb_array'); e.reset(); e.render()")
@@ -203,8 +200,10 @@ def jax_env_frames(args: argparse.Namespace, policy: evaluate.Policy) -> str:
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m scripts.render",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("path", help="checkpoint dir, checkpoints dir or run dir (newest checkpoint)")
     p.add_argument("--output", default="",
                    help="video path (.mp4 or .gif); default <run_dir>/videos/update<N>.mp4|gif")

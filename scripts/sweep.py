@@ -1,6 +1,6 @@
 """Runs an experiment over a grid of config overrides and seeds; prints final returns per setting.
 
-    python scripts/sweep.py --experiment experiments/impala_atari.py \\
+    python -m scripts.sweep --experiment experiments/impala_atari.py \\
         --config experiments/configs/impala_classic.py \\
         --grid agent.learning_rate=1e-3,5e-4 --seeds 0,1 --parallel 2 \\
         --out runs/sweep-lr --set total_env_steps=50000
@@ -23,7 +23,7 @@ in one program with --config.num_seeds / --config.vary: <run_dir>/members/*; run
 elsewhere), grouped into settings as scripts/plot.py groups them (the config.json fields that
 differ, seed excluded):
 
-    python scripts/sweep.py table runs/minatar-breakout [--metric M] [--csv results.csv]
+    python -m scripts.sweep table runs/minatar-breakout [--metric M] [--csv results.csv]
 
 As in a sweep, only finished runs count (summary.json, not stopped by a signal); the others are
 listed under the table (a population paused by SIGTERM: resume it with --config.resume).
@@ -44,12 +44,8 @@ import threading
 import time
 from dataclasses import dataclass
 
-if __package__:  # imported as scripts.sweep (the tests)
-    from . import _runs
-    from ._final_scores import final_value, finished, table, write_csv
-else:  # run as `python scripts/sweep.py`: scripts/ is sys.path[0]
-    import _runs
-    from _final_scores import final_value, finished, table, write_csv
+from scripts.analysis import rundir
+from scripts.analysis.final_scores import final_value, finished, table, write_csv
 
 
 class SweepError(ValueError):
@@ -221,7 +217,7 @@ def execute(args, todo: list[tuple[Run, list[str]]]) -> tuple[int, int]:
             while queue and len(running) < args.parallel:
                 run, cmd = queue.pop(0)
                 os.makedirs(run.run_dir, exist_ok=True)
-                with open(os.path.join(run.run_dir, _runs.SWEEP_RUN_FILE), "w") as f:
+                with open(os.path.join(run.run_dir, rundir.SWEEP_RUN_FILE), "w") as f:
                     json.dump({"label": run.label, "overrides": run.overrides,
                                "seed": run.seed, "command": cmd}, f, indent=2)
                 log = open(os.path.join(run.run_dir, "train.log"), "a")
@@ -271,21 +267,23 @@ def execute(args, todo: list[tuple[Run, list[str]]]) -> tuple[int, int]:
 def table_main(argv: list[str]) -> list[dict]:
     """`sweep.py table PATH...`: the table of run dirs found under PATH (a population's
     members/, runs from elsewhere), settings labelled as plot.py labels them."""
-    p = argparse.ArgumentParser(prog="sweep.py table", description="The final-score table of "
-                                "run dirs the sweep did not launch (a population's members).")
+    p = argparse.ArgumentParser(
+        prog="python -m scripts.sweep table",
+        description="The final-score table of "
+        "run dirs the sweep did not launch (a population's members).")
     p.add_argument("paths", nargs="+", help="run dirs, or folders holding run dirs (a "
                    "population's run dir)")
     p.add_argument("--metric", default="episode/return_mean", help="summary.json key")
     p.add_argument("--csv", default="", metavar="PATH", help="also write the rows to this CSV")
     args = p.parse_args(argv)
     try:
-        dirs = _runs.find_runs(args.paths)
+        dirs = rundir.find_runs(args.paths)
     except FileNotFoundError as e:
         p.error(str(e))
     if not dirs:
         p.error(f"no run dirs (metrics.jsonl or events.out.tfevents.*) under {args.paths}")
-    labels = _runs.labels(dirs)
-    runs = [Run(labels[d], {}, int((_runs.read_json(os.path.join(d, "config.json")) or {})
+    labels = rundir.labels(dirs)
+    runs = [Run(labels[d], {}, int((rundir.read_json(os.path.join(d, "config.json")) or {})
                                    .get("seed", 0)), d) for d in dirs]
     text, rows = table(runs, args.metric)
     print(text, flush=True)
@@ -302,7 +300,7 @@ def check_spec(args) -> None:
     """One --out holds one experiment: later calls may add grid values or seeds, nothing else."""
     path = os.path.join(args.out, "sweep.json")
     spec = {"experiment": args.experiment, "config": args.config, "set": args.fixed}
-    old = _runs.read_json(path)
+    old = rundir.read_json(path)
     if old is not None and {k: old.get(k) for k in spec} != spec:
         raise SweepError(f"{args.out} holds a sweep of {old}; this command is {spec}. Use "
                          f"another --out, or the same --experiment/--config/--set.")
@@ -313,9 +311,11 @@ def check_spec(args) -> None:
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog=__doc__.split("\n\n", 1)[1])
+    p = argparse.ArgumentParser(
+        prog="python -m scripts.sweep",
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=__doc__.split("\n\n", 1)[1])
     p.add_argument("--experiment", required=True, help="experiment script, e.g. "
                    "experiments/impala_atari.py")
     p.add_argument("--config", required=True, help="config file[:variant]")

@@ -3,7 +3,7 @@ and their drivers tests/{sebulba,anakin}/multihost_run.py).
 
 Driver side: `param_checksums`, the on_update hook that fingerprints this process's copy of the
 parameters after every update, so that a test can compare processes bit for bit.
-Test side: `launch_local` runs a driver as a local multi-host job (scripts/launch_local.py);
+Test side: `launch_local` runs a driver as a local multi-host job (scripts/launch/local.py);
 `kill_peer_mid_run` starts two processes itself, kills process 1 once process 0 has trained a
 little, and checks process 0's exit.
 """
@@ -54,7 +54,7 @@ def launch_local(driver: str, args: list[str], *, timeout: float, env: dict | No
                  num_processes: int = 2, devices_per_process: int = 2):
     """Runs `driver args` as a local multi-host job; returns the CompletedProcess (text)."""
     return subprocess.run(
-        [sys.executable, "scripts/launch_local.py", "--num_processes", str(num_processes),
+        [sys.executable, "-m", "scripts.launch.local", "--num_processes", str(num_processes),
          "--devices_per_process", str(devices_per_process), "--", driver, *args],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
 

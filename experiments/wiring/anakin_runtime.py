@@ -50,8 +50,8 @@ class AnakinRuntime:
             raise ConfigError(f"eval_every_updates={run.eval_every_updates}: periodic "
                               f"evaluation plays one agent; with {len(population)} members in "
                               f"one program (num_seeds, vary) it is off: set it to 0 and "
-                              f"evaluate a member after training with `python "
-                              f"scripts/evaluate.py <run_dir> --member I` (I in 0.."
+                              f"evaluate a member after training with `python -m "
+                              f"scripts.evaluate <run_dir> --member I` (I in 0.."
                               f"{len(population) - 1}; <run_dir>/members/ lists them).")
         if len(population) == 1:
             (name, (value,)), = vary

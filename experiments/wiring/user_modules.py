@@ -1,5 +1,5 @@
 """`--import MODULE`: the one implementation every entry point shares (experiments via
-`experiments.wiring.cli`, scripts/evaluate.py, render.py, benchmark.py).
+`experiments.wiring.cli`, scripts/evaluate.py, render.py, benchmarks/throughput.py).
 
 A user module registers its environments, torsos or agents when imported
 (`sebulba.registry.register_env`, `networks.register_torso`, `agents.register_agent`); a

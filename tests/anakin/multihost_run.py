@@ -1,4 +1,4 @@
-"""One process of the 2-process Anakin test (started via scripts/launch_local.py).
+"""One process of the 2-process Anakin test (started via scripts/launch/local.py).
 
 Takes experiments/ppo_gymnax.py's flags. Writes, per update, the global env-step counter and
 a hash of this process's copy of the parameters to <run_dir>/checksums-p<rank>.txt

@@ -24,7 +24,8 @@ from experiments import train
 from experiments.configs import ppo_gymnax
 from podracer import checkpoint
 from podracer.validation import ConfigError
-from scripts import _runs, plot, sweep
+from scripts import plot, sweep
+from scripts.analysis import rundir
 from tests.helpers import ROOT, quiet_config, read_metrics, small_network
 
 T, B = 16, 8
@@ -177,7 +178,7 @@ def test_members_are_runs_for_the_tools(population_run):
         # Its own TensorBoard file, holding its own rows (not another member's).
         events = list(member.glob("events.out.tfevents.*"))
         assert len(events) == 1, events
-        tb_steps, _, tb_loss = _runs._load_tensorboard(str(member), "loss/total")
+        tb_steps, _, tb_loss = rundir._load_tensorboard(str(member), "loss/total")
         assert tb_steps == [r["step"] for r in rows]
         np.testing.assert_allclose(tb_loss, [r["loss/total"] for r in rows], rtol=1e-6)
     losses = [read_metrics(run / "members" / n)[-1]["loss/total"] for n in names]
@@ -185,13 +186,13 @@ def test_members_are_runs_for_the_tools(population_run):
     summary = json.loads((run / "summary.json").read_text())
     assert [m["member"] for m in summary["members"]] == names
     # scripts/plot.py groups the members by setting, the seeds as the spread.
-    labels = _runs.labels([str(run / "members" / n) for n in names])
+    labels = rundir.labels([str(run / "members" / n) for n in names])
     assert len(set(labels.values())) == 2
-    assert _runs.load_curve(str(run / "members" / names[0]), "episode/return_mean") is not None
+    assert rundir.load_curve(str(run / "members" / names[0]), "episode/return_mean") is not None
 
 
 def test_plot_and_the_sweep_table_read_a_populations_members(population_run, tmp_path, capsys):
-    """`scripts/plot.py --aggregate iqm` and `scripts/sweep.py table` on the population's run
+    """`python -m scripts.plot --aggregate iqm` and `python -m scripts.sweep table` on the population's run
     dir, as a user runs them: each setting one group (env gymnax:CartPole-v1) of its 2 seeds."""
     run, _ = population_run
     members = run / "members"
@@ -201,7 +202,7 @@ def test_plot_and_the_sweep_table_read_a_populations_members(population_run, tmp
     assert "plot: 4 runs in 2 setting(s)" in out, out
     image = matplotlib.image.imread(str(png))
     assert image.shape[0] > 200 and image.std() > 0
-    groups = plot.group_runs(_runs.find_runs([str(run)]))
+    groups = plot.group_runs(rundir.find_runs([str(run)]))
     assert groups == {
         ("agent.learning_rate=0.001", "gymnax:CartPole-v1"): [str(members / n)
                                                               for n in NAMES[:2]],

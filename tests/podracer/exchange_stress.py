@@ -1,4 +1,4 @@
-"""One process of the host-exchange stress job (started via scripts/launch_local.py by
+"""One process of the host-exchange stress job (started via scripts/launch/local.py by
 tests/podracer/test_host_exchange.py).
 
 Runs the pattern both runtimes run every update, many times and as fast as it can: a

@@ -1,4 +1,4 @@
-"""One process of the listening-address probe (started via scripts/launch_local.py by
+"""One process of the listening-address probe (started via scripts/launch/local.py by
 tests/podracer/test_host_exchange.py): joins the job through podracer.distributed, exchanges
 once (so gloo has connected its peers), then prints "listen <address> <port>" for every TCP
 socket this process listens on, and "done".

@@ -126,7 +126,7 @@ def test_the_population_refusal_of_periodic_evaluation_names_a_command_that_work
     with pytest.raises(ConfigError) as error:
         train.run(quiet_config(ppo_gymnax.get_config(), tmp_path / "r", num_seeds=2,
                                eval_every_updates=5))
-    command = re.search(r"`python (scripts/evaluate.py) (\S+) --member I`", str(error.value))
+    command = re.search(r"`python -m (scripts.evaluate) (\S+) --member I`", str(error.value))
     assert command is not None, error.value
     args = [population_run if a == "<run_dir>" else a for a in command.group(2).split()]
     report = evaluate.main(args + ["--member", "1", "--episodes", "1", "--num_envs", "1",

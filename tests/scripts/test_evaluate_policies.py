@@ -110,20 +110,20 @@ def test_import_flag_names_a_module_that_does_not_import():
 
 
 def test_benchmark_takes_a_user_env_with_dict_observations_and_mixed_actions():
-    from scripts import benchmark
-    results = benchmark.main(["--env", "Driving-v0", "--import", "examples.driving",
+    from benchmarks import throughput
+    results = throughput.main(["--env", "Driving-v0", "--import", "examples.driving",
                               "--num_envs", "4", "--actor_threads", "1", "--seconds", "1",
-                              "--warmup_steps", "8", "--measures", "env_only,env_infer,learner"])
+                               "--warmup_steps", "8", "--measures", "env_only,env_infer,learner"])
     assert all(results[m] > 0 for m in ("env_only", "env_infer", "learner")), results
 
 
 def test_benchmark_runs_a_recurrent_agent_and_names_a_bad_override():
-    from scripts import benchmark
-    results = benchmark.main(["--env", "CartPole-v1", "--algo", "ppo", "--num_envs", "4",
+    from benchmarks import throughput
+    results = throughput.main(["--env", "CartPole-v1", "--algo", "ppo", "--num_envs", "4",
                               "--actor_threads", "1", "--seconds", "1", "--warmup_steps", "8",
-                              "--set", "network.lstm_size=8", "--set", "unroll_length=16",
-                              "--measures", "env_infer,learner"])
+                               "--set", "network.lstm_size=8", "--set", "unroll_length=16",
+                               "--measures", "env_infer,learner"])
     assert results["env_infer"] > 0 and results["learner"] > 0
     with pytest.raises(ValueError, match="network.lstm=8"):
-        benchmark.main(["--env", "CartPole-v1", "--set", "network.lstm=8",
+        throughput.main(["--env", "CartPole-v1", "--set", "network.lstm=8",
                         "--measures", "env_only"])

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from scripts import _runs, _scores, plot
+from scripts import plot
+from scripts.analysis import rundir, scores
 from tests.scripts.run_dirs import METRIC
 from tests.scripts.run_dirs import write_run as _write_run
 
@@ -69,10 +70,10 @@ def test_iqm_table_curve_and_single_seed(tmp_path, capsys):
     assert image.shape[0] > 200 and image.shape[1] > 400 and image.std() > 0
 
     # The curve: at every step each seed is final * step / 1000, so the IQM is 3.5 * step / 1000.
-    groups = plot.group_runs(_runs.find_runs([str(tmp_path / "runs")]))
-    curves = [_runs.load_curve(r, METRIC) for r in groups[("agent.learning_rate=0.001",
-                                                          "Pong-v5")]]
-    grid, mid, low, high = _scores.iqm_band(curves, "step", reps=REPS, points=21)
+    groups = plot.group_runs(rundir.find_runs([str(tmp_path / "runs")]))
+    curves = [rundir.load_curve(r, METRIC) for r in groups[("agent.learning_rate=0.001",
+                                                           "Pong-v5")]]
+    grid, mid, low, high = scores.iqm_band(curves, "step", reps=REPS, points=21)
     assert grid[0] == 0 and grid[-1] == 1000
     assert mid == pytest.approx(3.5 * grid / 1000)
     assert np.all(low <= mid + 1e-9) and np.all(mid <= high + 1e-9)
@@ -80,15 +81,15 @@ def test_iqm_table_curve_and_single_seed(tmp_path, capsys):
     # final scores, the band is the table's interval.
     assert (low[-1], high[-1]) == pytest.approx(_ci(a["95% CI (stratified bootstrap)"]),
                                                 abs=0.006)
-    one = _scores.iqm_band(curves[:1], "step")
+    one = scores.iqm_band(curves[:1], "step")
     assert one[2] is None and np.array_equal(one[1], curves[0]["value"])
 
 
 def test_iqm_grid_ends_with_the_shortest_seed(tmp_path, capsys):
     for s, (final, steps) in enumerate([(1.0, 1000), (2.0, 1000), (3.0, 600)]):
         _write_run(tmp_path / f"r{s}", s, final, steps=steps, summary=False)
-    curves = [_runs.load_curve(str(tmp_path / f"r{s}"), METRIC) for s in range(3)]
-    grid, mid, _, _ = _scores.iqm_band(curves, "step", reps=REPS)
+    curves = [rundir.load_curve(str(tmp_path / f"r{s}"), METRIC) for s in range(3)]
+    grid, mid, _, _ = scores.iqm_band(curves, "step", reps=REPS)
     assert grid[-1] == 600  # no seed is extrapolated past its last point
     # 3 seeds: nothing trimmed, the IQM is the mean of 0.6, 1.2 and 3.0 at step 600.
     assert mid[-1] == pytest.approx(np.mean([0.6, 1.2, 3.0]))
@@ -120,49 +121,49 @@ def test_normalised_profile_and_all_envs_row(tmp_path, capsys):
     out = capsys.readouterr().out
     table = _parse_table(out)
     assert set(table) == {(f"agent.learning_rate={lr}", env) for lr in ("0.001", "0.0005")
-                          for env in ("Pong-v5", "Breakout-v5", _scores.ALL_ENVS)}
+                          for env in ("Pong-v5", "Breakout-v5", scores.ALL_ENVS)}
     iqm = lambda key: float(table[key]["IQM"])  # noqa: E731
     assert iqm(("agent.learning_rate=0.001", "Pong-v5")) == pytest.approx(0.75)  # (.5 + 1) / 2
     assert iqm(("agent.learning_rate=0.0005", "Breakout-v5")) == pytest.approx(0.25)
     # All envs: the IQM of the 8 normalised scores of a setting (runs x games, as rliable).
-    scores = np.array([0, .5, 1, 1.5, 0, .5, 1, 1])
-    assert iqm(("agent.learning_rate=0.001", _scores.ALL_ENVS)) == pytest.approx(
-        stats.trim_mean(scores, 0.25), abs=0.01)
+    normalised = np.array([0, .5, 1, 1.5, 0, .5, 1, 1])
+    assert iqm(("agent.learning_rate=0.001", scores.ALL_ENVS)) == pytest.approx(
+        stats.trim_mean(normalised, 0.25), abs=0.01)
     assert "normalised (atari_nature: 0 random, 1 reference)" in out
     image = matplotlib.image.imread(str(png))
     assert image.shape[0] > 200 and image.std() > 0
 
     # The profile itself: the fraction of a setting's runs (all games) scoring above tau.
-    finals = {(f"lr{lr}", env): _scores.normalize(np.array(v[lr]), env, _scores.NORMALIZE_TABLES[
+    finals = {(f"lr{lr}", env): scores.normalize(np.array(v[lr]), env, scores.NORMALIZE_TABLES[
         "atari_nature"]) for lr in (1e-3, 5e-4) for env, v in (("Pong-v5", pong),
                                                                ("Breakout-v5", breakout))}
     taus = np.array([-0.1, 0.25, 0.75, 1.25])
-    profiles, cis = _scores.performance_profile(finals, taus, reps=REPS)
+    profiles, cis = scores.performance_profile(finals, taus, reps=REPS)
     assert profiles["lr0.001"] == pytest.approx([1, 6 / 8, 4 / 8, 1 / 8])
     assert profiles["lr0.0005"] == pytest.approx([1, 3 / 8, 0, 0])
     assert np.all(cis["lr0.001"][0] <= profiles["lr0.001"] + 1e-9)
     assert np.all(profiles["lr0.001"] <= cis["lr0.001"][1] + 1e-9)
     # Envs with different numbers of runs: each env's fraction, averaged over envs.
     finals[("lr0.001", "Pong-v5")] = finals[("lr0.001", "Pong-v5")][:2]  # 0, .5
-    profiles, _ = _scores.performance_profile(finals, taus, reps=REPS)
+    profiles, _ = scores.performance_profile(finals, taus, reps=REPS)
     assert profiles["lr0.001"] == pytest.approx([1, (1 / 2 + 3 / 4) / 2, (0 + 2 / 4) / 2, 0])
 
 
 def test_normalization_tables_and_errors(tmp_path):
-    nature = _scores.NORMALIZE_TABLES["atari_nature"]
+    nature = scores.NORMALIZE_TABLES["atari_nature"]
     for env in ("Pong-v5", "ALE/Pong-v5", "PongNoFrameskip-v4"):
-        assert _scores.normalize(np.array([-20.7, 9.3]), env, nature) == pytest.approx([0, 1])
+        assert scores.normalize(np.array([-20.7, 9.3]), env, nature) == pytest.approx([0, 1])
     with pytest.raises(ValueError, match=r"env 'Seaquest-v5' \(game 'Seaquest'\).*Breakout"):
-        _scores.normalize(np.array([1.0]), "Seaquest-v5", nature)
+        scores.normalize(np.array([1.0]), "Seaquest-v5", nature)
     path = tmp_path / "t.json"
     path.write_text(json.dumps({"HalfCheetah-v4": {"random": -280.0, "reference": 4720.0}}))
-    table = _scores.load_normalization(str(path))
-    assert _scores.normalize(np.array([2220.0]), "HalfCheetah-v4", table) == pytest.approx([0.5])
+    table = scores.load_normalization(str(path))
+    assert scores.normalize(np.array([2220.0]), "HalfCheetah-v4", table) == pytest.approx([0.5])
     path.write_text(json.dumps({"Pong": [-20.7, 9.3]}))
     with pytest.raises(ValueError, match=r"entry 'Pong'.*\"random\""):
-        _scores.load_normalization(str(path))
+        scores.load_normalization(str(path))
     with pytest.raises(ValueError, match="neither a built-in table"):
-        _scores.load_normalization("atari_human")
+        scores.load_normalization("atari_human")
 
 
 def test_only_one_seed_everywhere_is_noted_not_an_error(tmp_path, capsys):

@@ -6,7 +6,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from scripts import _references, plot
+from scripts import plot
+from scripts.analysis import references
 from tests.scripts.run_dirs import write_run as _write_run
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,14 +30,14 @@ def _reference_labels(ax) -> list[str]:
 def test_references_load_by_label_and_env_sorted_by_step(tmp_path):
     path = tmp_path / "refs.csv"
     path.write_text(CSV)
-    refs = _references.load_references(str(path))
+    refs = references.load_references(str(path))
     assert sorted(refs) == [("ref A", "Pong-v5"), ("ref B", "Breakout-v5")]
     steps, values = refs[("ref A", "Pong-v5")]
     np.testing.assert_array_equal(steps, [0, 1000, 2000, 50000])
     np.testing.assert_array_equal(values, [-21, -15, -10, 20])
     # Without an env column a curve belongs to every env.
     path.write_text("step,value,label\n5,1.0,x\n")
-    assert list(_references.load_references(str(path))) == [("x", "")]
+    assert list(references.load_references(str(path))) == [("x", "")]
 
 
 @pytest.mark.parametrize("text, message", [
@@ -45,7 +46,7 @@ def test_references_load_by_label_and_env_sorted_by_step(tmp_path):
     ("# only a comment\n", "no header and no points"),
     ("label,step,value\n", "a header but no points"),
     ("label,step,value\nx,1,2\nx,2,high\n", r"refs.csv:3: step '2' and value 'high' must be "
-                                             r"finite numbers"),
+                                            r"finite numbers"),
     ("label,step,value\nx,1,nan\n", r"refs.csv:2: .*finite"),
     ("label,step,value\nx,1\n", r"refs.csv:2: 2 fields, the header has 3"),
 ])
@@ -53,7 +54,7 @@ def test_bad_reference_files_are_named(tmp_path, text, message):
     path = tmp_path / "refs.csv"
     path.write_text(text)
     with pytest.raises(ValueError, match=message):
-        _references.load_references(str(path))
+        references.load_references(str(path))
 
 
 def test_cli_names_a_missing_or_bad_reference(tmp_path, capsys):
@@ -121,6 +122,6 @@ def test_iqm_rows_draw_only_their_env_references(tmp_path, figures):
 @pytest.mark.parametrize("name", sorted(p.name for p in
                                         (ROOT / "docs" / "references").glob("*.csv")))
 def test_the_kept_reference_files_load(name):
-    refs = _references.load_references(str(ROOT / "docs" / "references" / name))
+    refs = references.load_references(str(ROOT / "docs" / "references" / name))
     assert refs and all(len(steps) >= 4 and np.all(np.diff(steps) > 0)
                         for steps, _ in refs.values())

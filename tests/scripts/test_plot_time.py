@@ -6,7 +6,7 @@ import pytest
 import tensorboardX.event_file_writer
 
 import podracer.logging
-from scripts import _runs
+from scripts.analysis import rundir
 from podracer.logging import MetricsLogger
 
 
@@ -14,13 +14,13 @@ def test_training_time_leaves_out_the_time_between_pieces():
     # Rows at wall-clock 10, 11, 12 (piece 1, started at 9), 100, 101 (piece 2, started at
     # 99) and 200, 201 (a piece started at 150 crashed before logging a row; the one started
     # at 199.5 logged these). Counted: 1 + 1 + 1, then 1 + 1 (from 99), then 0.5 + 1.
-    t = _runs.training_time([10, 11, 12, 100, 101, 200, 201], [9, 99, 150, 199.5])
+    t = rundir.training_time([10, 11, 12, 100, 101, 200, 201], [9, 99, 150, 199.5])
     assert t == pytest.approx([1, 2, 3, 4, 5, 5.5, 6.5])
     # One piece: plain wall clock since its start (or since the first row without a stamp).
-    assert _runs.training_time([10, 12, 15], [8]) == pytest.approx([2, 4, 7])
+    assert rundir.training_time([10, 12, 15], [8]) == pytest.approx([2, 4, 7])
     # A session that ended before its first update (started at 3) adds nothing.
-    assert _runs.training_time([10, 12, 15], [3, 8]) == pytest.approx([2, 4, 7])
-    assert _runs.training_time([10, 12, 15], []) == pytest.approx([0, 2, 5])
+    assert rundir.training_time([10, 12, 15], [3, 8]) == pytest.approx([2, 4, 7])
+    assert rundir.training_time([10, 12, 15], []) == pytest.approx([0, 2, 5])
 
 
 class _Clock:
@@ -54,7 +54,7 @@ def test_a_resumed_run_logged_a_day_later_has_no_gap_on_the_time_axis(tmp_path, 
     piece([40, 50], resume_step=30)
 
     assert len(list(tmp_path.glob("events.out.tfevents.*"))) == 2
-    curve = _runs.load_curve(str(tmp_path), "episode/return_mean")
+    curve = rundir.load_curve(str(tmp_path), "episode/return_mean")
     assert curve["step"].tolist() == [10, 20, 30, 40, 50]
     # Each piece counts from its own start: 2, 12, 22 s, then 22 + 2, 22 + 12.
     assert np.allclose(curve["time"], [2, 12, 22, 24, 34])

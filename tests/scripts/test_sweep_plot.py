@@ -17,7 +17,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from scripts import _bench_report, _runs, benchmark, plot, sweep
+from benchmarks import throughput
+from benchmarks.harness import report
+from scripts import plot, sweep
+from scripts.analysis import rundir
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -57,8 +60,8 @@ def test_sweep_runs_every_setting_and_seed_and_prints_the_table(swept):
         "agent.learning_rate=1e-3/seed0", "agent.learning_rate=1e-3/seed1",
         "agent.learning_rate=5e-4/seed0", "agent.learning_rate=5e-4/seed1"]
     for run in runs:  # each in its own dir with its config, its setting and its log
-        config = _runs.read_json(str(run / "config.json"))
-        meta = _runs.read_json(str(run / "sweep_run.json"))
+        config = rundir.read_json(str(run / "config.json"))
+        meta = rundir.read_json(str(run / "sweep_run.json"))
         assert config["seed"] == meta["seed"] == int(run.name[-1])
         assert config["agent"]["learning_rate"] == float(meta["overrides"]["agent.learning_rate"])
         assert config["console_every_s"] >= 60  # children keep their logs short
@@ -67,7 +70,7 @@ def test_sweep_runs_every_setting_and_seed_and_prints_the_table(swept):
     table = _parse_table(text)
     assert list(table) == ["agent.learning_rate=1e-3", "agent.learning_rate=5e-4"]
     for setting, row in table.items():
-        finals = [_runs.read_json(str(out / setting / f"seed{s}" / "summary.json"))
+        finals = [rundir.read_json(str(out / setting / f"seed{s}" / "summary.json"))
                   ["episode/return_mean"] for s in (0, 1)]
         assert row["seeds"] == "2/2"
         assert float(row["episode/return_mean mean"]) == pytest.approx(np.mean(finals), abs=0.01)
@@ -109,7 +112,7 @@ def test_plot_writes_a_png_of_the_sweep(swept, tmp_path):
     image = matplotlib.image.imread(path)
     assert image.shape[0] > 200 and image.shape[1] > 400, image.shape
     assert os.path.getsize(path) > 10_000 and image.std() > 0
-    groups = plot.group_curves(_runs.find_runs([str(out)]), "episode/return_mean")
+    groups = plot.group_curves(rundir.find_runs([str(out)]), "episode/return_mean")
     assert {k: len(v) for k, v in groups.items()} == {
         "agent.learning_rate=1e-3": 2, "agent.learning_rate=5e-4": 2}
 
@@ -150,11 +153,11 @@ def test_plot_falls_back_to_tensorboard_and_groups_by_config(swept, tmp_path):
         (copy / "metrics.jsonl").unlink()
         (copy / "sweep_run.json").unlink()
     source = sorted(out.glob("*/seed*"))[0]
-    jsonl = _runs.load_curve(str(source), "episode/return_mean")
-    events = _runs.load_curve(str(tmp_path / "run0"), "episode/return_mean")
+    jsonl = rundir.load_curve(str(source), "episode/return_mean")
+    events = rundir.load_curve(str(tmp_path / "run0"), "episode/return_mean")
     assert np.array_equal(events["step"], jsonl["step"])
     assert events["value"] == pytest.approx(jsonl["value"], rel=1e-6)  # float32 in events
-    labels = set(_runs.labels(_runs.find_runs([str(tmp_path)])).values())
+    labels = set(rundir.labels(rundir.find_runs([str(tmp_path)])).values())
     assert labels == {"agent.learning_rate=0.001", "agent.learning_rate=0.0005"}
     assert os.path.exists(plot.main([str(tmp_path), "--output", str(tmp_path / "tb.png")]))
 
@@ -185,27 +188,27 @@ def test_grid_values_split_outside_brackets_and_unknown_fields_fail(tmp_path, ca
 
 def test_seed_statistics():
     values = [1.0, 2.0, 4.0, 7.0]
-    low, high = _runs.t_interval(values)
+    low, high = rundir.t_interval(values)
     half = stats.t.ppf(0.975, 3) * np.std(values, ddof=1) / 2
     assert (low, high) == pytest.approx((3.5 - half, 3.5 + half))
-    assert _runs.t_interval([1.0]) is None
-    assert _runs.iqm(values[:3]) is None
-    assert _runs.iqm(values) == pytest.approx(3.0)  # the middle two of four
-    assert _runs.iqm(list(range(8))) == pytest.approx(np.mean(range(2, 6)))
+    assert rundir.t_interval([1.0]) is None
+    assert rundir.iqm(values[:3]) is None
+    assert rundir.iqm(values) == pytest.approx(3.0)  # the middle two of four
+    assert rundir.iqm(list(range(8))) == pytest.approx(np.mean(range(2, 6)))
 
 
 def test_benchmark_rows_and_study_plot(tmp_path):
     path = tmp_path / "b.csv"
-    benchmark.main(["--env", "CartPole-v1", "--algo", "ppo", "--num_envs", "8",
+    throughput.main(["--env", "CartPole-v1", "--algo", "ppo", "--num_envs", "8",
                     "--actor_threads", "1", "--seconds", "0.2", "--measures",
-                    "env_only,env_infer", "--csv", str(path)])
+                     "env_only,env_infer", "--csv", str(path)])
     with open(path) as f:
         rows = list(csv.DictReader(f))
-    assert tuple(rows[0]) == _bench_report.CSV_COLUMNS
+    assert tuple(rows[0]) == report.CSV_COLUMNS
     assert [(r["measure"], r["algo"]) for r in rows] == [("env_only", "-"),
                                                          ("env_infer", "ppo")]
     assert all(float(r["steps_per_s"]) > 0 and float(r["load1"]) >= 0 for r in rows)
     png = tmp_path / "study.png"
-    benchmark.plot_study([{**r, "num_envs": int(r["num_envs"]),
+    throughput.plot_study([{**r, "num_envs": int(r["num_envs"]),
                            "steps_per_s": float(r["steps_per_s"])} for r in rows], str(png), "t")
     assert matplotlib.image.imread(str(png)).shape[0] > 100

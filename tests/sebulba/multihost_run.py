@@ -1,4 +1,4 @@
-"""One process of the 2-process CartPole test (started via scripts/launch_local.py).
+"""One process of the 2-process CartPole test (started via scripts/launch/local.py).
 
 Takes the same flags as experiments/impala_atari.py (pass --config=...impala_classic.py).
 

@@ -192,7 +192,7 @@ def test_overlapped_env_steps_run_during_policy_calls(env_ms, policy_ms):
     records its [start, end) interval (sleeps that release the GIL, as EnvPool does). With one
     pool they alternate, so no env step overlaps a policy call; with two half-pools, one
     half's step runs while the other half's policy runs, so (nearly) every step overlaps one.
-    The speed this buys is measured by scripts/benchmark.py (docs/benchmarks.md)."""
+    The speed this buys is measured by benchmarks/throughput.py (docs/benchmarks.md)."""
     n, T, k = 8, 6, 4
     lock = threading.Lock()
     for mode in ("off", "on"):

@@ -1,6 +1,6 @@
 """Multi-host: the processes act on different environments, not copies of one another.
 
-Two real processes (scripts/launch_local.py, gloo collectives on CPU) train CartPole for two
+Two real processes (scripts/launch/local.py, gloo collectives on CPU) train CartPole for two
 updates. Their parameters must agree bit for bit (tests/sebulba/test_multihost.py checks that at
 length), but data parallelism only helps if each process brings new data: a process's env seeds
 and action-sampling key must differ from the other's (sebulba/runner.actor_seed spaces them by

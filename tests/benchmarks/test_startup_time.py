@@ -1,11 +1,11 @@
-"""scripts/startup_time.py (launch to first update), the persistent compilation cache a run
-turns on, and scripts/study_table.py (the GPU study's table)."""
+"""benchmarks/startup_time.py (launch to first update), the persistent compilation cache a run
+turns on, and benchmarks/study_table.py (the GPU study's table)."""
 import csv
 import os
 
 import pytest
 
-from scripts import startup_time, study_table
+from benchmarks import startup_time, study_table
 from tests.helpers import ROOT
 
 

@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # Pong-v5 with the default IMPALA config on a GPU host, trained in pieces joined by
-# --config.resume, then the learning curves drawn by scripts/plot.py (docs/results.md, item 6
-# of issue 15: target Pong >= 18 within 10 minutes of H200 training).
+# --config.resume, then the learning curves drawn by scripts/plot.py (docs/results.md: how far
+# Pong gets in a few minutes of one GPU).
 #
 # Each piece runs under `timeout --signal=TERM` (SIGTERM: the run finishes its update, writes a
 # checkpoint and exits 0; a second TERM 60 s later abandons the update). The next piece resumes
 # from the run dir, so the same total_env_steps keeps the learning-rate schedule of one
 # uninterrupted run (docs/checkpoints.md). Calling the script again continues the same run: a
-# session whose commands are limited to 10 minutes calls it once per piece (TOTAL_S=PIECE_S).
+# host whose commands are limited to 10 minutes calls it once per piece (TOTAL_S=PIECE_S).
 #
-# Usage:  bash scripts/gpu_pong.sh RUN_PARENT_DIR [extra --config.* flags]
+# Usage:  bash benchmarks/gpu/pong.sh RUN_PARENT_DIR [extra --config.* flags]
 # Environment (defaults in brackets):
 #   TOTAL_S [540]   training wall time of this call, all pieces together (each piece's startup
 #                   and compilation included; later pieces load the compilation cache)
@@ -20,9 +20,9 @@
 #   NAME [results_pong_impala_gpu]   PNG names: $PLOT_DIR/${NAME}_steps.png, ${NAME}_time.png
 # CPU check of the logic (seconds per piece, CartPole):
 #   ENV=CartPole-v1 CONFIG=experiments/configs/impala_classic.py PIECE_S=20 TOTAL_S=50 \
-#       PLOT_DIR=/tmp/plots bash scripts/gpu_pong.sh /tmp/gpu_pong_check
+#       PLOT_DIR=/tmp/plots bash benchmarks/gpu/pong.sh /tmp/gpu_pong_check
 set -uo pipefail
-parent=${1:?usage: bash scripts/gpu_pong.sh RUN_PARENT_DIR [--config.* flags]}
+parent=${1:?usage: bash benchmarks/gpu/pong.sh RUN_PARENT_DIR [--config.* flags]}
 shift
 TOTAL_S=${TOTAL_S:-540}
 PIECE_S=${PIECE_S:-270}
@@ -75,9 +75,9 @@ if [ ! -f "$run_dir/metrics.jsonl" ]; then
   echo "no metrics.jsonl in $run_dir: nothing to plot" | tee -a "$log"; exit 1
 fi
 title="IMPALA $ENV, $(basename "$CONFIG") (seed $SEED)"
-python3 scripts/plot.py "$run_dir" --x step --title "$title: return vs agent steps (x4 = frames)" \
+python3 -m scripts.plot "$run_dir" --x step --title "$title: return vs agent steps (x4 = frames)" \
     --output "$PLOT_DIR/${NAME}_steps.png"
-python3 scripts/plot.py "$run_dir" --x time --title "$title: return vs wall clock" \
+python3 -m scripts.plot "$run_dir" --x time --title "$title: return vs wall clock" \
     --output "$PLOT_DIR/${NAME}_time.png"
 python3 - "$run_dir" <<'EOF' | tee -a "$log"
 import json, sys

@@ -19,7 +19,7 @@ Writes a CSV (time_s, rss_mb, num_threads, num_fds, env_steps) and prints a summ
 when `--max_growth_mb` is given and exceeded. See docs/robustness.md for measured figures.
 
 Usage:
-    python scripts/memory_soak.py [--minutes 20] [--warmup_minutes 3] [--interval 5]
+    python -m benchmarks.memory_soak [--minutes 20] [--warmup_minutes 3] [--interval 5]
         [--checkpoint_every_minutes 2] [--malloc_arena_max N] [--csv memory_soak.csv]
         [--config experiments/configs/impala_classic.py] [--run_dir DIR]
         [--max_growth_mb MB] [-- --config.num_envs=32 ...]
@@ -81,7 +81,9 @@ def _interrupt(signum, frame) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.memory_soak",
+        description=__doc__.split("\n\n")[0])
     parser.add_argument("--minutes", type=float, default=20.0)
     parser.add_argument("--warmup_minutes", type=float, default=3.0)
     parser.add_argument("--interval", type=float, default=5.0, help="seconds between samples")

@@ -1,5 +1,5 @@
-"""Published reference curves for `scripts/plot.py --reference`: points read off a paper's or a
-repository's figure (most publish curves only as images), kept as CSV beside the docs.
+"""Published reference curves for `python -m scripts.plot --reference`: points read off a
+paper's or a repository's figure (most publish curves only as images), kept as CSV beside the docs.
 
 A file has the columns `label,step,value` and optionally `env`; lines starting with `#` are
 comments (say there where the points come from and how precisely they were read):

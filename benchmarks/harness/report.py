@@ -1,5 +1,5 @@
-"""How scripts/benchmark.py reports: `Recorder` runs one measurement (a Sebulba measure of
-_bench.py or an Anakin row of anakin_benchmark.py), prints its line and appends its CSV row at
+"""How benchmarks/throughput.py reports: `Recorder` runs one measurement (a Sebulba measure of
+measures.py or an Anakin row of anakin_throughput.py), prints its line and appends its CSV row at
 once; `plot_study` draws a study's rows (steps/s vs num_envs, one panel per measure)."""
 from __future__ import annotations
 
@@ -8,11 +8,8 @@ import os
 import socket
 import time
 
-if __package__:  # imported as scripts._bench_report
-    from . import _bench, anakin_benchmark
-else:  # benchmark.py run as a file: scripts/ is sys.path[0]
-    import _bench
-    import anakin_benchmark
+from benchmarks import anakin_throughput
+from benchmarks.harness import measures
 
 
 CSV_COLUMNS = ("env", "algo", "torso", "num_envs", "actor_threads", "actor_devices",
@@ -32,7 +29,7 @@ class Recorder:
                 with open(args.csv, newline="") as f:
                     header = next(csv.reader(f))
                 if tuple(header) != CSV_COLUMNS:
-                    raise SystemExit(f"benchmark.py: {args.csv} has columns {header}, not "
+                    raise SystemExit(f"benchmarks.throughput: {args.csv} has columns {header}, not "
                                      f"{list(CSV_COLUMNS)}; write to another --csv file.")
             else:
                 os.makedirs(os.path.dirname(os.path.abspath(args.csv)), exist_ok=True)
@@ -41,7 +38,7 @@ class Recorder:
 
     def measure(self, measure: str, algo: str, config) -> dict:
         t0 = time.perf_counter()
-        sps, detail = _bench.BENCHES[measure](self.args, config.copy_and_resolve_references())
+        sps, detail = measures.BENCHES[measure](self.args, config.copy_and_resolve_references())
         load1 = os.getloadavg()[0]
         if measure == "end_to_end":
             detail = f"{self.args.actor_impl} actor, overlap {self.args.actor_overlap}; {detail}"
@@ -59,10 +56,10 @@ class Recorder:
                                f"l{row['learner_devices']}", t0)
 
     def measure_anakin(self, measure: str, num_devices: int, num_envs: int, T: int) -> dict:
-        """One Anakin row (scripts/anakin_benchmark.py) on `num_devices` devices: PPO on
+        """One Anakin row (benchmarks/anakin_throughput.py) on `num_devices` devices: PPO on
         --anakin_env with `num_envs` envs in all and rollouts of T steps."""
         t0 = time.perf_counter()
-        r = anakin_benchmark.measure_on(
+        r = anakin_throughput.measure_on(
             num_devices, env=self.args.anakin_env, num_envs=num_envs, unroll_length=T,
             seconds=self.args.seconds, sets=tuple(self.args.set), seed=self.args.seed,
             act_only=measure == "anakin_act")
@@ -97,13 +94,13 @@ def plot_study(rows: list[dict], path: str, title: str) -> None:
     import matplotlib
     matplotlib.use("Agg")  # files only
     import matplotlib.pyplot as plt
-    measures = [m for m in _bench.BENCHES if any(r["measure"] == m for r in rows)]
-    cols = min(2, len(measures))  # 2 x 2 for all four: legends stay readable
-    rows_ = -(-len(measures) // cols)
+    shown = [m for m in measures.BENCHES if any(r["measure"] == m for r in rows)]
+    cols = min(2, len(shown))  # 2 x 2 for all four: legends stay readable
+    rows_ = -(-len(shown) // cols)
     fig, axes = plt.subplots(rows_, cols, figsize=(6 * cols, 4.2 * rows_), squeeze=False)
-    for ax in axes.flat[len(measures):]:
+    for ax in axes.flat[len(shown):]:
         ax.set_visible(False)
-    for ax, m in zip(axes.flat, measures):
+    for ax, m in zip(axes.flat, shown):
         lines: dict[str, list] = {}
         for r in rows:
             if r["measure"] != m:

@@ -1,6 +1,6 @@
-"""The config of one benchmark layout (scripts/benchmark.py, scripts/anakin_benchmark.py): the
+"""The config of one benchmark layout (benchmarks/throughput.py, anakin_throughput.py): the
 experiment config of an algorithm with the layout's envs, threads, devices and T, and the
-`--set FIELD=VALUE` overrides. The measures themselves are in scripts/_bench.py."""
+`--set FIELD=VALUE` overrides. The measures themselves are in benchmarks/harness/measures.py."""
 from __future__ import annotations
 
 import ast

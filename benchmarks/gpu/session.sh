@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# A borrowed GPU host's checks for issues 14 and 15 in one command that fits one 10-minute call:
-# the throughput study (scripts/gpu_study.sh: the auto layout and 2 threads x 64 envs, the two
-# the targets name) and then Pong with the default IMPALA config for the time left
-# (scripts/gpu_pong.sh), then everything gathered into at most 8 files for the trip back.
+# The GPU study in one command that fits a 10-minute call on a borrowed GPU host:
+# the throughput study (benchmarks/gpu/study.sh: the auto layout and 2 threads x 64 envs, the
+# two docs/benchmarks.md reports) and then Pong with the default IMPALA config for the time left
+# (benchmarks/gpu/pong.sh), then everything gathered into at most 8 files for the trip back.
 #
 # A host whose Python has JAX but not envpool/rlax/ml_collections gets them from .whl/
 # (`bash ../shared/gpu/bundle.sh` here first; carry .whl): they are installed into /tmp/site.
 #
-# Usage, from the checkout's root:  bash scripts/gpu_session.sh [BUDGET_S] [RESULTS_DIR]
+# Usage, from the checkout's root:  bash benchmarks/gpu/session.sh [BUDGET_S] [RESULTS_DIR]
 #   BUDGET_S [570]          wall time of the whole command, installs and plots included
 #   RESULTS_DIR [$OUT, else runs/gpu-session]   where the gathered files go
 # Environment (defaults in brackets):
@@ -15,13 +15,13 @@
 #   PONG [1]   PONG_ENV [Pong-v5]  (CONFIG, TORSO, LAYOUT2, LAYOUT4, SEED pass through)
 # CPU rehearsal of the plumbing (CartPole, MLP, small layouts; ~4 minutes on 2 cores):
 #   STUDY_ENV=CartPole-v1 PONG_ENV=CartPole-v1 TORSO=mlp CONFIG=experiments/configs/impala_classic.py \
-#       LAYOUT2="--num_envs 16 --actor_threads 2" STUDY_SECS=2 bash scripts/gpu_session.sh 240 /tmp/s
+#       LAYOUT2="--num_envs 16 --actor_threads 2" STUDY_SECS=2 bash benchmarks/gpu/session.sh 240 /tmp/s
 set -uo pipefail
 budget=${1:-570}
 results=${2:-${OUT:-runs/gpu-session}}
 start=$(date +%s)
 mkdir -p "$results" && results=$(cd "$results" && pwd)  # as given, from the caller's directory
-cd "$(dirname "$0")/.." || exit 1
+cd "$(dirname "$0")/../.." || exit 1
 export PYTHONUNBUFFERED=1
 imports="import envpool, rlax, ml_collections"
 if ! python3 -c "$imports" 2>/dev/null; then
@@ -40,7 +40,7 @@ echo "setup done after $(( $(date +%s) - start ))s"
 if [ "${STUDY:-1}" = 1 ]; then
   rm -rf runs/gpu-study  # a measurement, made afresh (runs/gpu-pong is kept: a second call resumes it)
   ENV=${STUDY_ENV:-Breakout-v5} LAYOUTS=${STUDY_LAYOUTS:-auto 2x64} \
-      bash scripts/gpu_study.sh runs/gpu-study "${STUDY_SECS:-6}"
+      bash benchmarks/gpu/study.sh runs/gpu-study "${STUDY_SECS:-6}"
   cp runs/gpu-study/table.md "$results/study_table.md"
   tar czf "$results/study.tgz" runs/gpu-study
 fi
@@ -48,7 +48,7 @@ fi
 left=$((budget - ($(date +%s) - start) - 45))
 if [ "${PONG:-1}" = 1 ] && [ "$left" -ge 60 ]; then
   ENV=${PONG_ENV:-Pong-v5} TOTAL_S=$left PIECE_S=$left PLOT_DIR=runs/gpu-pong/plots \
-      bash scripts/gpu_pong.sh runs/gpu-pong
+      bash benchmarks/gpu/pong.sh runs/gpu-pong
   cp runs/gpu-pong/plots/*.png "$results/" 2>/dev/null
   tar czf "$results/pong.tgz" --exclude=checkpoints runs/gpu-pong
 elif [ "${PONG:-1}" = 1 ]; then

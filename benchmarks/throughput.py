@@ -2,8 +2,8 @@
 
 Four measurements, all on the same total number of environments (`--num_envs`) and the same
 EnvPool settings as training (`sebulba.envs.make_env` with the experiment config's `EnvConfig`),
-so the rows can be compared directly (code: scripts/_bench.py; the layout's config:
-scripts/_bench_config.py):
+so the rows can be compared directly (code: benchmarks/harness/measures.py; the layout's config:
+benchmarks/harness/layout.py):
 
   env_only    Environments alone: each actor thread steps its own EnvPool batch of
               num_envs / (actor devices x actor_threads) envs with random actions, the same
@@ -12,7 +12,7 @@ scripts/_bench_config.py):
               (overlapped half-pools per RuntimeConfig.actor_overlap, `--actor_overlap`;
               rollout assembly and shipping included) with fixed parameters, the same
               threads and pools; the rollouts are dropped. `--actor_impls before,current`
-              also measures the pre-overlap actor (scripts/_actor_before.py) in the same run.
+              also measures the actor without overlap (benchmarks/baselines/) in the same run.
   learner     One compiled learn step (the runtime's make_learn_fn over the learner mesh) on a
               batch of T x num_envs, after compilation: steps/s = T * num_envs / step time.
   end_to_end  The real runtime (`experiments.wiring.run`, as every experiment entry point
@@ -22,7 +22,7 @@ scripts/_bench_config.py):
               updates (compilation excluded): (steps_last - steps_k) / (time_last - time_k).
 
 Anakin rows (`--measures ...,anakin_act,anakin`; issue 18, docs/anakin.md): the same table
-also measures the Anakin runtime (scripts/anakin_benchmark.py's `measure`: PPO of
+also measures the Anakin runtime (benchmarks/anakin_throughput.py's `measure`: PPO of
 experiments/configs/ppo_gymnax.py on the JAX-native `--anakin_env`, MLP 64x64, with the same
 `--set` overrides), once per device count in `--anakin_devices` (default 1,2), with the
 Sebulba rows' batch: num_envs in all x T (the resolved `--unroll_length`):
@@ -37,7 +37,7 @@ A device count this process does not have is measured in a fresh process with th
 CPU devices (XLA_FLAGS is read once per process); `--fake_devices N` measures all in this one.
 The summary prints anakin[Ndev] / end_to_end and anakin_act[Ndev] / env_infer. For the same
 algorithm on both runtimes use `--algo ppo_sync` (on-policy PPO) with `--env CartPole-v1`:
-    python scripts/benchmark.py --env CartPole-v1 --algo ppo_sync --actor_threads 1 \\
+    python -m benchmarks.throughput --env CartPole-v1 --algo ppo_sync --actor_threads 1 \\
         --num_envs 64 --unroll_length 32 --seconds 10 \\
         --measures env_infer,end_to_end,anakin_act,anakin
 
@@ -49,7 +49,7 @@ and prints each round's ratios and the ratios of the per-measure medians: on a s
 the load drifts between rows, and interleaved rounds spread that drift over every measure.
 
 Single layout (prints a table, end_to_end / env_only and / env_infer; `--csv` appends rows):
-    python scripts/benchmark.py [--env Breakout-v5] [--algo impala] [--num_envs 32]
+    python -m benchmarks.throughput [--env Breakout-v5] [--algo impala] [--num_envs 32]
         [--actor_threads 2] [--torso auto|nature_cnn|impala_resnet|mlp] [--seconds 20]
         [--rounds 1]
         [--unroll_length T] [--measures env_only,env_infer,learner,end_to_end]
@@ -60,7 +60,7 @@ Study (`--study`): loops over --study_envs x --study_threads x --study_splits x 
 measurements a layout change cannot affect (env_only ignores the algorithm and the learner
 split, learner ignores actor threads), appends every row to `--csv` as it is measured and
 draws `--plot` (steps/s vs num_envs, one panel per measure):
-    python scripts/benchmark.py --study --fake_devices 3 --env CartPole-v1 --seconds 4 \\
+    python -m benchmarks.throughput --study --fake_devices 3 --env CartPole-v1 --seconds 4 \\
         --study_envs 16,32,64 --study_threads 1,2 --study_splits "0/0;0/1,2" \\
         --algos impala,ppo --csv docs/benchmark_study_cartpole_cpu.csv
 
@@ -70,7 +70,7 @@ XLA_FLAGS=--xla_force_host_platform_device_count=N (and JAX_PLATFORMS=cpu unless
 JAX is imported; library code never does. Faked devices share the same CPU cores, so on CPU a
 split measures the cost of the device-to-device copies and the collective, not a speed-up.
 
-CSV columns (CSV_COLUMNS, scripts/_bench_report.py): an Anakin row has algo ppo, actor_threads
+CSV columns (CSV_COLUMNS, benchmarks/harness/report.py): an Anakin row has algo ppo, actor_threads
 0 and its devices as both actor_devices and learner_devices (each device acts and learns). Each
 row records `load1`, the 1-minute load average at the end of the measurement (the benchmark's
 own threads included): on a machine with C cores, load well above C means other jobs competed
@@ -85,15 +85,10 @@ import statistics
 import sys
 import warnings
 
-if __package__:  # imported as scripts.benchmark (the tests)
-    from . import _bench, _bench_config
-    from ._bench_report import Recorder, plot_study
-else:  # run as `python scripts/benchmark.py`: scripts/ is sys.path[0]
-    import _bench
-    import _bench_config
-    from _bench_report import Recorder, plot_study
+from benchmarks.harness import layout, measures
+from benchmarks.harness.report import Recorder, plot_study
 
-MEASURES = tuple(_bench.BENCHES)  # the Sebulba measures (the default)
+MEASURES = tuple(measures.BENCHES)  # the Sebulba measures (the default)
 # The Anakin runtime's rows and the Sebulba measure each one compares with.
 ANAKIN_MEASURES = {"anakin_act": "env_infer", "anakin": "end_to_end"}
 # EnvPool's classic-control spaces trigger a harmless float64->float32 warning from gymnasium.
@@ -108,8 +103,10 @@ def _ids(text: str, flag: str, p: argparse.ArgumentParser) -> tuple[int, ...]:
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m benchmarks.throughput",
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--env", default="Breakout-v5",
                    help="EnvPool id, gymnasium:<id>, or an env a --import module registers")
     p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
@@ -117,7 +114,7 @@ def parse_args(argv=None) -> argparse.Namespace:
                         "agent.loop=unroll; repeatable")
     p.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
                    help="a module (dotted name or .py file) that registers --env; repeatable")
-    p.add_argument("--algo", default="impala", choices=_bench_config.ALGOS)
+    p.add_argument("--algo", default="impala", choices=layout.ALGOS)
     p.add_argument("--num_envs", type=int, default=32,
                    help="total envs, split evenly over actor devices x actor threads (0: the "
                         "config's envs per thread)")
@@ -151,7 +148,7 @@ def parse_args(argv=None) -> argparse.Namespace:
                         "pool (off), auto = on for EnvPool ids")
     p.add_argument("--actor_impls", default="current",
                    help="comma-separated: current (sebulba/actor.py) and/or before (the "
-                        "pre-overlap actor, scripts/_actor_before.py); env_infer and "
+                        "actor without overlap, benchmarks/baselines/); env_infer and "
                         "end_to_end are measured once per actor, in this run")
     p.add_argument("--csv", default="", help="append result rows to this CSV file")
     p.add_argument("--study", action="store_true", help="loop over the --study_* grid")
@@ -188,9 +185,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                     f"count ({n}): Anakin splits the envs evenly over its devices.")
     args.algos = [a.strip() for a in args.algos.split(",")]
     for a in args.algos:
-        if a not in _bench_config.ALGOS:
+        if a not in layout.ALGOS:
             p.error(f"--algos: unknown algorithm {a!r}; allowed: "
-                    f"{', '.join(_bench_config.ALGOS)}")
+                    f"{', '.join(layout.ALGOS)}")
     args.study_envs = _ids(args.study_envs, "--study_envs", p)
     args.study_threads = _ids(args.study_threads, "--study_threads", p)
     if args.study_splits != "auto":
@@ -216,11 +213,11 @@ def parse_args(argv=None) -> argparse.Namespace:
 def single(args, rec: Recorder) -> dict[str, float]:
     """Measures one layout `args.rounds` times; returns each measure's steps/s (with several
     rounds, the median over them)."""
-    config = _bench_config.make_config(args.env, args.algo, args.torso, args.num_envs,
-                                       args.actor_threads, args.actor_device_ids,
-                                       args.learner_device_ids, args.unroll_length, args.seed,
-                                       args.set)
-    _bench_config.set_actor_overlap(config, args.actor_overlap)
+    config = layout.make_config(args.env, args.algo, args.torso, args.num_envs,
+                                args.actor_threads, args.actor_device_ids,
+                                args.learner_device_ids, args.unroll_length, args.seed,
+                                args.set)
+    layout.set_actor_overlap(config, args.actor_overlap)
     rounds = []
     for r in range(args.rounds):
         if args.rounds > 1:
@@ -305,7 +302,7 @@ def study(args, rec: Recorder, n_devices: int) -> list[dict]:
                             continue
                         done.add((m, key))
                         try:
-                            config = _bench_config.make_config(
+                            config = layout.make_config(
                                 args.env, algo, args.torso, num_envs, threads, actor_ids,
                                 learner_ids, args.unroll_length, args.seed, args.set)
                             rec.measure(m, algo, config)

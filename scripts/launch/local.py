@@ -3,7 +3,7 @@
 The way to try multi-host without a cluster: every process is a "host" with its own fake CPU
 devices, and the learners of all processes form one data-parallel update over gloo.
 
-    python scripts/launch_local.py --num_processes 2 --devices_per_process 2 -- \\
+    python -m scripts.launch.local --num_processes 2 --devices_per_process 2 -- \\
         experiments/impala_atari.py --config=experiments/configs/impala_classic.py \\
         --config.actor_device_ids='(0,)' --config.learner_device_ids='(1,)'
 
@@ -80,7 +80,9 @@ def launch(num_processes: int, command: list[str], devices_per_process: int | No
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m scripts.launch.local",
+        description=__doc__.splitlines()[0])
     parser.add_argument("--num_processes", type=int, default=2)
     parser.add_argument("--devices_per_process", type=int, default=2,
                         help="fake CPU devices per process (0 = leave XLA_FLAGS alone)")

@@ -5,7 +5,7 @@ its metrics.jsonl (written right after the first learner update), then stops it 
 The time counts everything a user waits for: Python and JAX imports, env creation, compiling
 the policy and the learner, the first rollout and the first update.
 
-    python scripts/startup_time.py [--repeat 2] [--timeout 600] -- \\
+    python -m benchmarks.startup_time [--repeat 2] [--timeout 600] -- \\
         experiments/impala_atari.py --config=experiments/configs/impala_classic.py
 
 Everything after `--` is the command's script and arguments (run with this Python); the
@@ -65,11 +65,11 @@ def time_to_first_update(command: list[str], timeout_s: float) -> tuple[float, d
 
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
-    if "--" not in argv:
-        sys.exit("usage: startup_time.py [--repeat N] [--timeout S] [--csv PATH] -- "
-                 "experiments/<script>.py [--config=...] [--config.x=y ...]")
-    split = argv.index("--")
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    split = argv.index("--") if "--" in argv else len(argv)
+    p = argparse.ArgumentParser(
+        prog="python -m benchmarks.startup_time", description=__doc__.split("\n\n")[0],
+        usage="%(prog)s [--repeat N] [--timeout S] [--csv PATH] [--label NAME] -- "
+              "experiments/<script>.py [--config=...] [--config.x=y ...]")
     p.add_argument("--repeat", type=int, default=1, help="launches in a row (cache warm-up)")
     p.add_argument("--timeout", type=float, default=600.0, help="seconds per launch")
     p.add_argument("--csv", default="", help="append one row per launch to this CSV")
@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> None:
     opts = p.parse_args(argv[:split])
     command = argv[split + 1:]
     if not command:
-        p.error("nothing to run after `--`")
+        p.error("no command to time: give it after `--`")
     for i in range(opts.repeat):
         seconds, row = time_to_first_update(command, opts.timeout)
         load1 = os.getloadavg()[0]

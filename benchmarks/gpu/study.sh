@@ -2,16 +2,16 @@
 # GPU throughput study (one prepared run, <= 8 minutes on a 16-core GPU host): Breakout-v5 with
 # the default IMPALA config (IMPALA ResNet), actor and learner sharing GPU 0. For three actor
 # layouts (the auto default, 2 threads x 64 envs, 4 threads x 32 envs) it measures env_only,
-# env_infer, learner and end_to_end (scripts/benchmark.py), then the time from launch to the
-# first learner update (scripts/startup_time.py, a cold and a warm compilation cache).
+# env_infer, learner and end_to_end (benchmarks/throughput.py), then the time from launch to the
+# first learner update (benchmarks/startup_time.py, a cold and a warm compilation cache).
 # Writes OUT_DIR/bench_<layout>.csv, OUT_DIR/startup.csv and one table, OUT_DIR/table.md.
 # LAYOUTS="auto 2x64" measures only the layouts named (default: all three; ~2.5 min each).
 # Usage (after `pip install -r requirements-cuda12.txt`, or the bundle of ../shared/gpu):
-#   bash scripts/gpu_study.sh [OUT_DIR] [SECONDS_PER_MEASURE]
+#   bash benchmarks/gpu/study.sh [OUT_DIR] [SECONDS_PER_MEASURE]
 # A dry run of the plumbing on a CPU (CartPole, MLP, small layouts):
 #   ENV=CartPole-v1 TORSO=mlp CONFIG=experiments/configs/impala_classic.py \
 #       LAYOUT2="--num_envs 16 --actor_threads 2" LAYOUT4="--num_envs 16 --actor_threads 4" \
-#       bash scripts/gpu_study.sh /tmp/study 2
+#       bash benchmarks/gpu/study.sh /tmp/study 2
 set -uo pipefail
 env_id=${ENV:-Breakout-v5}
 torso=${TORSO:-impala_resnet}
@@ -44,13 +44,13 @@ for spec in "${layouts[@]}"; do
   fi
   echo "== $name"
   # shellcheck disable=SC2086
-  timeout 150 python3 scripts/benchmark.py --env "$env_id" --torso "$torso" $bflags \
+  timeout 150 python3 -m benchmarks.throughput --env "$env_id" --torso "$torso" $bflags \
       --seconds "$secs" --skip_updates 3 --csv "$out/bench_$name.csv" 2>&1 \
       | grep -v '^\[' | tee "$out/bench_$name.txt"
   # shellcheck disable=SC2086
-  timeout 150 python3 scripts/startup_time.py --repeat 2 --timeout 120 \
+  timeout 150 python3 -m benchmarks.startup_time --repeat 2 --timeout 120 \
       --csv "$out/startup.csv" --label "$name" -- experiments/impala_atari.py \
       --config="$config" --config.env.name="$env_id" --config.network.torso="$torso" \
       --config.compilation_cache_dir="$cache" $cflags 2>&1 | tee -a "$out/startup_$name.txt"
 done
-python3 scripts/study_table.py --startup "$out/startup.csv" "${benches[@]}" | tee "$out/table.md"
+python3 -m benchmarks.study_table --startup "$out/startup.csv" "${benches[@]}" | tee "$out/table.md"

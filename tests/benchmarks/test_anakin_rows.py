@@ -1,17 +1,17 @@
-"""scripts/benchmark.py prints Anakin rows (scripts/anakin_benchmark.py) beside its Sebulba rows,
-one per device count, with the Anakin / Sebulba ratios; a device count the process lacks is
-measured in a fresh process with faked CPU devices."""
+"""benchmarks/throughput.py prints Anakin rows (benchmarks/anakin_throughput.py) beside its
+Sebulba rows, one per device count, with the Anakin / Sebulba ratios; a device count the process
+lacks is measured in a fresh process with faked CPU devices."""
 import csv
 
-from scripts import anakin_benchmark, benchmark
+from benchmarks import anakin_throughput, throughput
 
 
 def test_anakin_rows_beside_the_sebulba_rows(tmp_path, capsys):
     path = tmp_path / "b.csv"
-    results = benchmark.main(["--env", "CartPole-v1", "--algo", "ppo_sync", "--num_envs", "8",
+    results = throughput.main(["--env", "CartPole-v1", "--algo", "ppo_sync", "--num_envs", "8",
                               "--actor_threads", "1", "--unroll_length", "4", "--seconds",
-                              "0.3", "--measures", "env_infer,anakin_act,anakin",
-                              "--anakin_devices", "1,2", "--csv", str(path)])
+                               "0.3", "--measures", "env_infer,anakin_act,anakin",
+                               "--anakin_devices", "1,2", "--csv", str(path)])
     assert set(results) == {"env_infer", "anakin_act[1dev]", "anakin_act[2dev]",
                             "anakin[1dev]", "anakin[2dev]"}
     assert all(v > 0 for v in results.values()), results
@@ -29,8 +29,8 @@ def test_anakin_rows_beside_the_sebulba_rows(tmp_path, capsys):
 def test_a_device_count_this_process_lacks_runs_in_a_subprocess():
     # The tests' process has 4 faked CPU devices (tests/conftest.py): 6 needs a fresh process.
     # (--set goes along: 6 envs on 6 devices hold 1 each, too few for 4 minibatches.)
-    row = anakin_benchmark.measure_on(6, num_envs=6, unroll_length=2, seconds=0.2,
-                                      sets=("agent.num_minibatches=1",), act_only=True)
+    row = anakin_throughput.measure_on(6, num_envs=6, unroll_length=2, seconds=0.2,
+                                       sets=("agent.num_minibatches=1",), act_only=True)
     assert row["process"] == "subprocess" and row["devices"] == 6 and row["sps"] > 0, row
 
 
@@ -38,8 +38,8 @@ def test_episode_metrics_are_measured_inside_the_update():
     """--set env.episode_metrics=... measures the update that reduces them (docs/benchmarks.md,
     "The cost of episode metrics on the device")."""
     for act_only in (False, True):
-        row = anakin_benchmark.measure(1, num_envs=8, unroll_length=4, seconds=0.2,
-                                       act_only=act_only,
-                                       sets=("env.episode_metrics=discount:mean",
-                                             "agent.num_minibatches=1"))
+        row = anakin_throughput.measure(1, num_envs=8, unroll_length=4, seconds=0.2,
+                                        act_only=act_only,
+                                        sets=("env.episode_metrics=discount:mean",
+                                              "agent.num_minibatches=1"))
         assert row["episode_metrics"] == "discount" and row["sps"] > 0, row

@@ -1,9 +1,9 @@
-"""The four throughput measurements of scripts/benchmark.py, for IMPALA and PPO.
+"""The four throughput measurements of benchmarks/throughput.py, for IMPALA and PPO.
 
 Each `bench_<measure>(opts, config)` returns (steps per second, detail text). `config` is the
-experiment ConfigDict of one algorithm and layout (scripts/_bench_config.make_config; its
+experiment ConfigDict of one algorithm and layout (benchmarks.harness.layout.make_config; its
 `agent_name` names the agent); `opts` carries seconds, warmup_steps, skip_updates and seed.
-Measurement definitions are in scripts/benchmark.py's docstring.
+Measurement definitions are in benchmarks/throughput.py's docstring.
 
 Nothing here re-implements the runtime: the config is read and the network and agent built by
 experiments.wiring (as every run is), pools and actor threads get the runtime's own seeds
@@ -22,6 +22,7 @@ import threading
 import time
 
 import numpy as np
+
 
 def read(config):
     """The config's checked sections (experiments/wiring), as a run reads them; a ConfigError
@@ -127,16 +128,13 @@ def bench_env_only(opts, config) -> tuple[float, str]:
 
 
 def actor_class(opts):
-    """The ActorThread to measure: the runtime's (`--actor_impl current`) or the frozen copy
-    of the pre-overlap actor (`before`, scripts/_actor_before.py), which takes none of the
-    new keyword arguments."""
+    """The ActorThread to measure: the runtime's (`--actor_impl current`) or the frozen actor
+    without overlap (`before`, benchmarks/baselines/actor_without_overlap.py), which takes none
+    of the keyword arguments the overlap added."""
     if getattr(opts, "actor_impl", "current") == "current":
         from sebulba.actor import ActorThread
         return ActorThread
-    if __package__:  # imported as scripts._bench (the tests)
-        from ._actor_before import ActorThread as Before
-    else:  # run from `python scripts/benchmark.py`: scripts/ is sys.path[0]
-        from _actor_before import ActorThread as Before
+    from benchmarks.baselines.actor_without_overlap import ActorThread as Before
 
     def make(*, make_env_sized=None, overlap=None, num_envs=None, policy=None, **kw):
         del make_env_sized, overlap, num_envs, policy  # the old actor has one pool, no overlap
@@ -303,7 +301,7 @@ def bench_end_to_end(opts, config) -> tuple[float, str]:
 
     from sebulba import runner
     real_actor = runner.ActorThread
-    runner.ActorThread = actor_class(opts)  # --actor_impl before: the pre-overlap actor
+    runner.ActorThread = actor_class(opts)  # --actor_impl before: the actor without overlap
     try:
         result = wiring.run(config, on_update=on_update)
         with open(os.path.join(run_dir, "metrics.jsonl")) as f:

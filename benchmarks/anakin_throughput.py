@@ -1,7 +1,7 @@
 """Anakin throughput: environment steps per second of the whole compiled update (acting, env
 steps and the learner step) on 1 and more (faked) devices.
 
-    python scripts/anakin_benchmark.py [--env gymnax:CartPole-v1] [--num_envs 64]
+    python -m benchmarks.anakin_throughput [--env gymnax:CartPole-v1] [--num_envs 64]
         [--unroll_length 32] [--devices 1,2] [--fake_devices 2] [--seconds 10]
         [--updates_per_call 1] [--num_seeds 1,4,16,64] [--set agent.num_epochs=4 ...] [--json]
 
@@ -13,7 +13,7 @@ the last update's results are on the host. Each row records the 1-minute load av
 end (`load1`). `--fake_devices N` sets XLA_FLAGS before JAX is imported (library code never
 does); `--json` prints one JSON object per row instead of the table.
 
-scripts/benchmark.py prints the same rows beside its Sebulba rows (its measures `anakin` and
+benchmarks/throughput.py prints the same rows beside its Sebulba rows (its measures `anakin` and
 `anakin_act`) through `measure_on`, which runs `measure` in this process when it has the
 devices and otherwise (CPU) in a fresh process of this script with that many faked devices.
 """
@@ -28,11 +28,9 @@ import sys
 import time
 from typing import Sequence
 
-if __package__:  # imported as scripts.anakin_benchmark (the tests, scripts/benchmark.py)
-    from . import _bench_config
-else:  # run as `python scripts/anakin_benchmark.py`: scripts/ is sys.path[0]
-    import _bench_config
+from benchmarks.harness import layout
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the checkout
 _FORCE = re.compile(r"--xla_force_host_platform_device_count=\S*")
 
 
@@ -41,9 +39,9 @@ def measure(num_devices: int, *, env: str = "gymnax:CartPole-v1", num_envs: int 
             sets: Sequence[str] = (), seed: int = 0, act_only: bool = False,
             num_seeds: int = 1) -> dict[str, float]:
     """Steps/s of Anakin PPO on `num_devices` local devices with `num_envs` envs in all.
-    `sets`: "field=value" config overrides (scripts/_bench_config.set_field). `act_only`: the
+    `sets`: "field=value" config overrides (benchmarks.harness.layout.set_field). `act_only`: the
     rollouts alone (policy + env steps, fixed parameters, no learning), the counterpart of
-    scripts/benchmark.py's env_infer. `num_seeds` > 1: that many agents in one program
+    benchmarks/throughput.py's env_infer. `num_seeds` > 1: that many agents in one program
     (anakin/population.py); steps/s are summed over them, and `peak_rss_mb` is this process's
     peak resident memory."""
     import resource
@@ -60,7 +58,7 @@ def measure(num_devices: int, *, env: str = "gymnax:CartPole-v1", num_envs: int 
     config.learner_device_ids = tuple(range(num_devices))
     config.seed, config.num_seeds = seed, num_seeds
     for assignment in sets:
-        _bench_config.set_field(config, assignment)
+        layout.set_field(config, assignment)
     # Read, checked and built as an Anakin run is (experiments/wiring/anakin_runtime.py).
     sections = wiring.read(config, devices=False, env_id=False)
     ac = sections.runtime
@@ -144,7 +142,7 @@ def measure_on(num_devices: int, **kwargs) -> dict[str, float]:
         raise SystemExit(f"anakin: {num_devices} devices asked for, but this host has "
                          f"{jax.local_device_count()} {jax.default_backend()} device(s).")
     kw = dict(kwargs)
-    argv = [sys.executable, os.path.abspath(__file__), "--devices", str(num_devices),
+    argv = [sys.executable, "-m", "benchmarks.anakin_throughput", "--devices", str(num_devices),
             "--fake_devices", str(num_devices), "--json"]
     for flag in ("env", "num_envs", "unroll_length", "seconds", "updates_per_call", "seed",
                  "num_seeds"):
@@ -157,7 +155,7 @@ def measure_on(num_devices: int, **kwargs) -> dict[str, float]:
     if kw:
         raise TypeError(f"measure_on: unknown arguments {sorted(kw)}")
     env = {**os.environ, "JAX_PLATFORMS": "cpu"}
-    proc = subprocess.run(argv, env=env, capture_output=True, text=True)
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True, cwd=ROOT)
     if proc.returncode != 0:
         raise RuntimeError(f"anakin on {num_devices} faked CPU devices (subprocess) failed with "
                            f"status {proc.returncode}:\n{proc.stderr[-3000:]}")
@@ -165,7 +163,9 @@ def measure_on(num_devices: int, **kwargs) -> dict[str, float]:
 
 
 def main(argv=None) -> list[dict]:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(
+        prog="python -m benchmarks.anakin_throughput",
+        description=__doc__.split("\n")[0])
     p.add_argument("--env", default="gymnax:CartPole-v1")
     p.add_argument("--num_envs", type=int, default=64, help="envs in all, split over devices")
     p.add_argument("--unroll_length", type=int, default=32)
@@ -223,7 +223,7 @@ def main(argv=None) -> list[dict]:
 
 def _fresh(num_devices: int, fake: int, kw: dict) -> dict[str, float]:
     """`measure` in a fresh process (its peak memory is its own)."""
-    argv = [sys.executable, os.path.abspath(__file__), "--devices", str(num_devices),
+    argv = [sys.executable, "-m", "benchmarks.anakin_throughput", "--devices", str(num_devices),
             "--fake_devices", str(fake), "--json", "--num_seeds", str(kw.pop("num_seeds"))]
     for flag in ("env", "num_envs", "unroll_length", "seconds", "updates_per_call", "seed"):
         argv += [f"--{flag}", str(kw.pop(flag))]
@@ -232,9 +232,9 @@ def _fresh(num_devices: int, fake: int, kw: dict) -> dict[str, float]:
     if kw.pop("act_only"):
         argv.append("--act_only")
     proc = subprocess.run(argv, env={**os.environ, "JAX_PLATFORMS": "cpu"},
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, cwd=ROOT)
     if proc.returncode != 0:
-        raise RuntimeError(f"anakin_benchmark subprocess failed ({proc.returncode}):\n"
+        raise RuntimeError(f"anakin_throughput subprocess failed ({proc.returncode}):\n"
                            f"{proc.stderr[-3000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
 

@@ -6,21 +6,18 @@ from __future__ import annotations
 import csv
 import os
 
-if __package__:  # imported as scripts._final_scores
-    from . import _runs
-else:  # imported by `python scripts/sweep.py`: scripts/ is sys.path[0]
-    import _runs
+from scripts.analysis import rundir
 
 
 def finished(run_dir: str) -> bool:
     """summary.json exists and no signal stopped the run early (Ctrl-C and SIGTERM also write
     one, with `stopped_by` set: those runs resume)."""
-    summary = _runs.read_json(os.path.join(run_dir, "summary.json"))
+    summary = rundir.read_json(os.path.join(run_dir, "summary.json"))
     return summary is not None and not summary.get("stopped_by")
 
 
 def final_value(run_dir: str, metric: str) -> float:
-    summary = _runs.read_json(os.path.join(run_dir, "summary.json")) or {}
+    summary = rundir.read_json(os.path.join(run_dir, "summary.json")) or {}
     return float(summary.get(metric, float("nan")))
 
 
@@ -33,7 +30,7 @@ def table(runs: list, metric: str, seeds: int | None = None) -> tuple[str, list[
         mine = [r for r in runs if r.label == label]
         values = [final_value(r.run_dir, metric) for r in mine if finished(r.run_dir)]
         values = [v for v in values if v == v]  # a run with no finished episode has no return
-        ci, iqm = _runs.t_interval(values), _runs.iqm(values)
+        ci, iqm = rundir.t_interval(values), rundir.iqm(values)
         rows.append({"setting": label, "seeds": len(values), "of": seeds or len(mine),
                      "mean": sum(values) / len(values) if values else None,
                      "ci_low": ci[0] if ci else None, "ci_high": ci[1] if ci else None,

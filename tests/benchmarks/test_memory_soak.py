@@ -1,6 +1,6 @@
-"""scripts/memory_soak.py: the growth figure is taken after warm-up (the run itself is too long
+"""benchmarks/memory_soak.py: the growth figure is taken after warm-up (the run itself is too long
 for the test suite; docs/robustness.md has the measured figure)."""
-from scripts import memory_soak
+from benchmarks import memory_soak
 
 
 def test_summary_ignores_warmup_growth():

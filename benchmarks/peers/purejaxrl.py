@@ -3,7 +3,7 @@ the two programs alternate (purejaxrl, then each of ours, round after round), so
 machine's load falls on both alike, and the table gives each round's ratio.
 
     git clone https://github.com/luchris429/purejaxrl /tmp/purejaxrl   # stays outside the repo
-    python scripts/compare_purejaxrl.py --purejaxrl /tmp/purejaxrl/purejaxrl \\
+    python -m benchmarks.peers.purejaxrl --purejaxrl /tmp/purejaxrl/purejaxrl \\
         [--setting cartpole|minatar-breakout] [--num_seeds 1] [--updates_per_call 1,16] \\
         [--rounds 2] [--steps N] [--json results.jsonl] [--program_only] [--peer_qr_free_init]
 
@@ -27,7 +27,7 @@ What is timed:
 Both report the summed steps/s over seeds.
 
 `--program_only` (cartpole): ours as the compiled update alone, called back to back
-(`scripts/anakin_benchmark.py` with the setting's fields: no logging, no per-update host
+(`benchmarks/anakin_throughput.py` with the setting's fields: no logging, no per-update host
 work beyond copying each call's metrics back), beside the same purejaxrl run: where the
 end-to-end gap is the program's and where it is the loop's.
 
@@ -46,7 +46,7 @@ import sys
 import tempfile
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 SETTINGS = {
     "cartpole": {
@@ -143,7 +143,7 @@ def _ours_command(setting: str, steps: int, num_seeds: int, k: int, run_dir: str
 
 
 def _as_sets(setting: str) -> list[str]:
-    """The setting's `--config.field=value` overrides as anakin_benchmark's `--set`s (the base
+    """The setting's `--config.field=value` overrides as anakin_throughput's `--set`s (the base
     config is ppo_gymnax.py there, as in the cartpole setting)."""
     flags = SETTINGS[setting]["ours"]
     if flags[0] != "--config=experiments/configs/ppo_gymnax.py":
@@ -153,10 +153,10 @@ def _as_sets(setting: str) -> list[str]:
 
 
 def run_program(setting: str, seconds: float, num_seeds: int, k: int) -> dict:
-    """Ours as the compiled update alone, back to back, for `seconds` (anakin_benchmark)."""
+    """Ours as the compiled update alone, back to back, for `seconds` (anakin_throughput)."""
     fields = dict(s.split("=", 1) for s in _as_sets(setting))
     own = {"env.name": "--env", "num_envs": "--num_envs", "unroll_length": "--unroll_length"}
-    argv = [sys.executable, os.path.join(REPO, "scripts", "anakin_benchmark.py"), "--devices",
+    argv = [sys.executable, "-m", "benchmarks.anakin_throughput", "--devices",
             "1", "--json", "--updates_per_call", str(k), "--seconds", str(seconds),
             "--num_seeds", str(num_seeds)]
     for name, value in fields.items():  # the benchmark's own flags, the rest as --set
@@ -189,7 +189,9 @@ def run_ours(setting: str, steps: int, num_seeds: int, k: int) -> dict:
 
 
 def main(argv=None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(
+        prog="python -m benchmarks.peers.purejaxrl",
+        description=__doc__.split("\n\n")[0])
     p.add_argument("--purejaxrl", required=True,
                    help="purejaxrl's package folder (the one holding ppo.py and wrappers.py)")
     p.add_argument("--setting", choices=sorted(SETTINGS), default="cartpole")
@@ -225,8 +227,9 @@ def main(argv=None) -> None:
     rows = []
     for r in range(args.rounds):
         own_args = sys.argv[1:] if argv is None else list(argv)
-        peer = subprocess.run([sys.executable, os.path.abspath(__file__), *own_args, "--_peer"],
-                              check=True, text=True, capture_output=True, cwd=REPO)
+        peer = subprocess.run(
+            [sys.executable, "-m", "benchmarks.peers.purejaxrl", *own_args, "--_peer"],
+            check=True, text=True, capture_output=True, cwd=REPO)
         base = json.loads(peer.stdout.strip().splitlines()[-1])
         base["qr_free_init"] = args.peer_qr_free_init
         if args.program_only:  # as long as purejaxrl's run took
@@ -240,8 +243,8 @@ def main(argv=None) -> None:
             rows.append(row)
             print(f"round {r}  {row['program']:<11} {row['sps']:>10,.0f} steps/s  "
                   f"x{row['ratio']:.2f}  " + (f"compile {row['compile_s']:.1f}s"
-                                               if "compile_s" in row else
-                                               f"first row {row['first_row_s']:.1f}s")
+                                              if "compile_s" in row else
+                                              f"first row {row['first_row_s']:.1f}s")
                   + f"  return {row['final_return']:.1f}  load {row['load1']:.1f}",
                   flush=True)
             if args.json:

@@ -1,8 +1,8 @@
-"""One Markdown table from a throughput study: scripts/benchmark.py CSVs, one per layout, and
-the launch-to-first-update rows of scripts/startup_time.py with the same labels, as
-scripts/gpu_study.sh writes them.
+"""One Markdown table from a throughput study: benchmarks/throughput.py CSVs, one per layout, and
+the launch-to-first-update rows of benchmarks/startup_time.py with the same labels, as
+benchmarks/gpu/study.sh writes them.
 
-    python scripts/study_table.py [--startup STARTUP_CSV] LABEL=BENCHMARK_CSV ...
+    python -m benchmarks.study_table [--startup STARTUP_CSV] LABEL=BENCHMARK_CSV ...
 """
 from __future__ import annotations
 
@@ -42,8 +42,10 @@ def table(benches: dict[str, list[dict]], startup_rows: list[dict]) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--startup", default="", help="scripts/startup_time.py --csv output")
+    p = argparse.ArgumentParser(
+        prog="python -m benchmarks.study_table",
+        description=__doc__.split("\n\n")[0])
+    p.add_argument("--startup", default="", help="benchmarks/startup_time.py --csv output")
     p.add_argument("benches", nargs="+", metavar="LABEL=CSV")
     args = p.parse_args(argv)
     benches = {}

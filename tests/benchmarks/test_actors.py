@@ -1,17 +1,17 @@
-"""scripts/benchmark.py measures the runtime's actor and the pre-overlap one in the same run."""
+"""benchmarks/throughput.py measures the runtime's actor and the one without overlap in the same run."""
 import csv
 
 import pytest
 
-from scripts import benchmark
+from benchmarks import throughput
 
 
 def test_env_infer_rows_for_both_actors(tmp_path):
     path = tmp_path / "b.csv"
-    results = benchmark.main(["--env", "CartPole-v1", "--num_envs", "8", "--actor_threads", "2",
+    results = throughput.main(["--env", "CartPole-v1", "--num_envs", "8", "--actor_threads", "2",
                               "--seconds", "0.5", "--measures", "env_infer", "--unroll_length",
-                              "4", "--actor_impls", "before,current", "--actor_overlap", "on",
-                              "--csv", str(path)])
+                               "4", "--actor_impls", "before,current", "--actor_overlap", "on",
+                               "--csv", str(path)])
     assert set(results) == {"env_infer[before]", "env_infer[current]"}
     assert all(v > 0 for v in results.values())
     with open(path) as f:
@@ -22,9 +22,9 @@ def test_env_infer_rows_for_both_actors(tmp_path):
 
 def test_rounds_interleave_the_measures_and_return_their_medians(tmp_path, capsys):
     path = tmp_path / "b.csv"
-    results = benchmark.main(["--env", "CartPole-v1", "--num_envs", "4", "--actor_threads", "1",
+    results = throughput.main(["--env", "CartPole-v1", "--num_envs", "4", "--actor_threads", "1",
                               "--seconds", "0.3", "--measures", "env_only,env_infer",
-                              "--unroll_length", "4", "--rounds", "3", "--csv", str(path)])
+                               "--unroll_length", "4", "--rounds", "3", "--csv", str(path)])
     with open(path) as f:
         rows = list(csv.DictReader(f))
     # Round by round: env_only, env_infer, env_only, env_infer, ...
@@ -37,4 +37,4 @@ def test_rounds_interleave_the_measures_and_return_their_medians(tmp_path, capsy
 
 def test_rounds_must_be_positive():
     with pytest.raises(SystemExit):
-        benchmark.main(["--rounds", "0"])
+        throughput.main(["--rounds", "0"])

@@ -1,6 +1,7 @@
-"""FROZEN BASELINE for scripts/benchmark.py --actor_impl before: sebulba/actor.py as it was before
-the overlapped loop (issue 14), kept so that before/after rows can be measured in the same run.
-Not used by the runtime. The original docstring follows.
+"""A frozen baseline: Sebulba's actor thread without the half-pool overlap (one EnvPool batch
+per thread, stepped while the policy waits), measured beside today's actor in the same run by
+`python -m benchmarks.throughput --actor_impls before,current`. Not used by the runtime.
+Its own description follows.
 
 Actor thread: steps its own EnvPool batch, runs the policy on its actor device, and ships
 finished rollouts straight to the learner devices.

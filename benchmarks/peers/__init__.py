@@ -1,0 +1,1 @@
+"""Comparisons with other libraries on the same machine and task."""
