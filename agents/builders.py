@@ -46,8 +46,18 @@ Resolve = Callable[[Any, "BatchShape"], Any]
 
 @dataclasses.dataclass(frozen=True)
 class AgentSpec:
-    """How to build one agent (see the module docstring). Validated on creation, so a bad
-    spec fails where it is written, not at the first run that picks it."""
+    """How to build one agent; validated on creation, so a bad spec fails where it is written.
+
+    Attributes:
+      name: the agent's name (`config.agent_name`, the registry's key).
+      build: `build(network, agent_config, batch, num_updates) -> Agent` (`AgentBuilder`).
+      config_cls: the frozen dataclass of the agent's hyperparameters (`config.agent`).
+      checks: rules that span config sections, `check(agent_config, batch, network_config)`,
+        each raising ValueError naming the fields.
+      describe: optional `describe(agent_config, batch) -> str`, printed at start.
+      resolve: optional `resolve(agent_config, batch) -> agent_config` setting the fields that
+        depend on the batch, so that N settings can share one program.
+    """
 
     name: str
     build: AgentBuilder

@@ -1,44 +1,10 @@
 """The Anakin training loop on the host: one compiled call per update (or per
-`updates_per_call` updates), then logging, episode statistics and checkpoints.
+`updates_per_call` updates), then logging, episode statistics, checkpoints and evaluations.
 
-Everything per step happens on the devices (anakin/runtime.py); the host only reads the
-updates' metrics and the games finished in them. Logging, metric names, checkpoints and resume
-are the core's, as for Sebulba (podracer/ledger.py, logging.py, checkpoint.py): `sps`,
-`updates`, `episode/*`, the agent's own metrics, `nonfinite/*`; `policy_lag/*` is always 0
-(Anakin acts with the parameters of the update it feeds).
-
-A fused call (`updates_per_call` = K > 1) is accounted for update by update, as if each had run
-alone: each gets its own metrics row, its own games, its own non-finite count. A call runs
-as many of the K as fit in `call_target_s` (`CallPace`). A call ends
-early at an update where a checkpoint or evaluation is due by count (`Ledger.due`), running the
-updates up to it one per call, so the hook sees that update's own state.
-
-The loop runs one call ahead: it sends the next call before it reads the one in flight, so
-the host's per-call work (waiting, reading the metrics, logging the rows) overlaps the devices'
-work instead of following it. Not when the host must see the state of the call in flight
-first: a checkpoint or evaluation due at its end (by count or by time), a plain `on_update`
-hook (it wants every call's state), `stop_at_return`, or several processes (their
-collectives must come in one order on all of them). The state of the call in flight is
-donated to the one ahead: if reading a call stops the run (non-finite updates, an error), the
-call ahead is finished and logged too, and the final checkpoint is its end. With several
-processes every call's length is process 0's: `CallPace` times each process's own calls, and
-only process 0 checkpoints and evaluates (which cut a call short at their update).
-
-A population (anakin/population.py: N seeds and settings in one program) runs through the same
-loop: each member has its own logger, episode window and non-finite count, as if it ran alone,
-and one checkpoint holds the whole population.
-
-Signals as in the Sebulba runtime, with the same handler (podracer/signals.py): the first
-SIGINT / SIGTERM stops after the calls in flight (the one ahead too) and the final checkpoint
-holds them; then SIGTERM (pre-emption) returns normally and SIGINT raises `Interrupted`
-carrying the TrainResult. A second signal abandons the calls in flight (its state was donated
-to it: the final checkpoint is skipped, `TrainResult.abandoned` is set, and the caller ends the
-process at once, since a normal exit would wait for the computation). The loop polls the call's
-outputs instead of blocking in jax.device_get, so the handler runs while the devices work; if
-the main thread is inside a compilation, the watcher ends the process a few seconds after the
-second signal (status 128 + signal number). A collective that fails because another process
-died raises `distributed.PeerLost` (nothing of that update is saved), as in the Sebulba
-runtime.
+Everything per step happens on the devices (anakin/runtime.py); the host reads each update's
+metrics and finished games and records them with the core's `Ledger`, under Sebulba's names.
+Fused calls and their pace (`CallPace`), running one call ahead, populations, signals and
+multi-process lockstep: docs/anakin.md, "Design".
 """
 from __future__ import annotations
 
@@ -136,18 +102,31 @@ def train(agent: Agent | pop.Population, env, ac: runtime.AnakinConfig,
           on_update: Callable[[int, int, PyTree], None] | None = None,
           mesh: Mesh | None = None, episode_metrics: Sequence[EpisodeMetric] = ()
           ) -> TrainResult:
-    """Trains `agent` (or a Population of M members, each with its own logger in `logger`) on
-    the JAX-native `env` (anakin.envs) for the run's planned updates. `resume` continues a
-    checkpointed run (fresh env streams, as Sebulba's actors); `checkpointer` saves on its
-    schedule and at the end and is closed here. `on_update(update, env_steps, state)` (one
-    agent only) runs after every update whose state the loop holds (each update, or each
-    call's last with K > 1); a hook with `due(update)` (podracer.ledger.UpdateHook, the
-    evaluator) gets exactly its updates. Ctrl-C raises `Interrupted` after the final
-    checkpoint; a lost peer process raises `distributed.PeerLost`. `mesh`: the devices' mesh,
-    if the caller has built it already (for `ac.learner_device_ids`). `episode_metrics`: the
-    env's info fields reduced over each game on the devices (anakin/episode_metrics.py),
-    logged as `episode/<name>` per member (`anakin.envs.info_fields` lists what the env
-    reports)."""
+    """Trains `agent` on the JAX-native `env` for the run's planned updates, all on the devices.
+
+    Args:
+      agent: the four-function agent, or a `Population` of M members (one program).
+      env: an anakin.envs env (JAX reset and step).
+      ac: the runtime config (devices, envs, T, steps, `updates_per_call`, ...).
+      logger: one MetricsLogger, or one per member of a population.
+      checkpointer: saves on its schedule and at the end; closed here.
+      resume: continues a checkpointed run (fresh env streams, as Sebulba's actors).
+      on_update: `on_update(update, env_steps, state)` (one agent only), run after every
+        update whose state the loop holds (each update, or each call's last with K > 1); a
+        hook with `due(update)` (podracer.ledger.UpdateHook, the evaluator) gets exactly its
+        updates.
+      mesh: the devices' mesh, if the caller built it already (for `ac.learner_device_ids`).
+      episode_metrics: the env's info fields reduced over each game on the devices
+        (anakin/episode_metrics.py), logged as `episode/<name>` per member.
+
+    Returns:
+      The `TrainResult`: final learner state, env steps and updates.
+
+    Raises:
+      Interrupted: Ctrl-C, after the final checkpoint (it carries the TrainResult).
+      distributed.PeerLost: another process of the job died.
+      NonFiniteError: more non-finite updates in a row than `ac.max_nonfinite_updates`.
+    """
     population = isinstance(agent, pop.Population) and agent.size > 1
     loggers = list(logger) if isinstance(logger, (list, tuple)) else [logger]
     if population:

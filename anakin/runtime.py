@@ -1,22 +1,11 @@
 """The Anakin runtime (Podracer, Hessel et al. 2021): acting, JAX-native env steps and the
 learner update as ONE compiled program, replicated over the devices with `shard_map`.
 
-Per device and update: `lax.scan` over T steps of {policy (the agent's `actor_step`), env step
-(`vmap` of an anakin.envs env)}, building the same `Rollout` [T+1/T, B_local, ...] the Sebulba
-actors build; then the agent's `learn_step` on it, whose gradient mean over the device axis is
-the Sebulba learner's (agents/parallel.py), behind the same `keep_finite` guard
-(sebulba/learner.py). No host round trip per env step: the host sees one call per update.
-
-Layout: `num_envs` environments per process, split evenly over the devices (so a config means
-the same algorithm on any device count: N devices == 1 device on the whole batch). Each env
-carries its own RNG key (split per step into next / action / env keys): streams are distinct
-per env, hence per device and process, and do not depend on how envs are placed on devices.
-The policy is `vmap`ped over envs with a batch of one so that each env samples with its own
-key; the networks see the same computation as a batched call.
-
-Episode semantics are EnvPool's (anakin/envs.py): `valid` is False on reset steps; recurrent
-agents get their core state reset on the step after a reset step (and on the first step),
-exactly as sebulba/actor.py does, and `Rollout.core_state` holds the state used at step 0.
+Per device and update: `lax.scan` over T steps of the agent's `actor_step` and the env's step
+(each env with its own key stream), building the same `Rollout` the Sebulba actors build, then
+the agent's `learn_step` behind the core's non-finite guard (`podracer.finite`). `num_envs` is
+per process, split evenly over its devices, so N devices == 1 device on the whole batch.
+Layout, RNG streams and episode semantics: docs/anakin.md, "Design".
 """
 from __future__ import annotations
 
@@ -235,15 +224,24 @@ def make_learn_fn(agent: Agent, mesh: Mesh):
 
 def make_update_fn(agent: Agent, env, mesh: Mesh, unroll_length: int,
                    updates_per_call: int = 1, episode_metrics: Sequence[EpisodeMetric] = ()):
-    """Jitted update(state, runner) -> (state, runner, metrics, episodes): one round of
-    {rollout of T steps, learn} on every device of `mesh`, the finished games carrying their
-    `episode_metrics`. The learner state is replicated,
-    the runner and the episodes split along the env axis. Both state and runner are donated.
+    """The compiled Anakin update: a rollout of T steps and a learn step on every device.
 
-    With `updates_per_call` = K > 1: update(state, runner, n=K) runs the first n of K rounds
-    (`fused_rounds`: one compiled program for every call length 1..K) and keeps every
-    round's metrics (each leaf [K, ...]) and finished games ([K, T, B]; rows from n on are
-    zeros), so the host accounts for each update as if it had run alone."""
+    Args:
+      agent: the four-function agent.
+      env: an anakin.envs env.
+      mesh: the devices' 1-D mesh; the learner state is replicated over it, the runner (env
+        states and keys) and the finished games split along the env axis.
+      unroll_length: T, env steps per update.
+      updates_per_call: K; with K > 1 a call runs the first n of K updates (`fused_rounds`:
+        one compiled program for every call length 1..K).
+      episode_metrics: the env's info fields each finished game reduces on the device.
+
+    Returns:
+      Jitted `update(state, runner) -> (state, runner, metrics, episodes)`, or with K > 1
+      `update(state, runner, n)`, whose metrics leaves are [K, ...] and finished games
+      [K, T, B] (rows from n on are zeros), so the host accounts for each update as if it had
+      run alone. State and runner are donated.
+    """
 
     def one_update(carry):
         state, runner = carry

@@ -21,7 +21,7 @@ benchmarks/harness/layout.py):
               a temporary run dir. SPS from metrics.jsonl after the first `--skip_updates`
               updates (compilation excluded): (steps_last - steps_k) / (time_last - time_k).
 
-Anakin rows (`--measures ...,anakin_act,anakin`; issue 18, docs/anakin.md): the same table
+Anakin rows (`--measures ...,anakin_act,anakin`; docs/anakin.md): the same table
 also measures the Anakin runtime (benchmarks/anakin_throughput.py's `measure`: PPO of
 experiments/configs/ppo_gymnax.py on the JAX-native `--anakin_env`, MLP 64x64, with the same
 `--set` overrides), once per device count in `--anakin_devices` (default 1,2), with the

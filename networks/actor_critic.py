@@ -57,7 +57,7 @@ class ActorCritic(_ActorCriticBase):
 
     The action distribution is `action_dist` (see `networks.distributions.from_space`), or a
     Categorical over `num_actions` when none is given; `dist` returns it for the agents. For a
-    Categorical the policy output is the logits array, as before the other heads existed.
+    Categorical the policy output is the logits array itself.
     The value head uses gain 1.0. With `shared_torso=False` the value head gets its own copy
     of the torso, as is usual for small vector tasks (cleanrl's CartPole/MuJoCo agents), where
     the value loss would otherwise dominate the shared features.

@@ -42,7 +42,7 @@ class NetworkConfig:
     lstm_size: int = 0                 # > 0: an LSTM core of this size (docs/recurrent.md)
     # Built-in torsos' layer init (networks/torsos.py): "reference" = the cited implementation's
     # (nature_cnn: cleanrl's orthogonal sqrt 2; impala_resnet: cleanba's; mlp: orthogonal
-    # sqrt 2); "lecun" = flax's default (the CNN torsos' init of records before 2026-12-02).
+    # sqrt 2); "lecun" = flax's default (to reproduce records made with it, docs/results.md).
     torso_init: str = "reference"
     # Constructor arguments of the torso, built-in or registered (networks.register_torso);
     # for mlp/impala_resnet they override the sizes above.

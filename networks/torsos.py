@@ -10,8 +10,9 @@ init of the implementation each built-in torso's configs cite: the Nature CNN as
 ppo_atari_envpool.py (`layer_init`: orthogonal, gain sqrt 2, zero bias, on every conv and the
 dense layer), the IMPALA ResNet as cleanba's cleanba_impala.py (flax's default convs, the dense
 layer orthogonal sqrt 2 with zero bias), the MLP as cleanrl's classic-control and MuJoCo PPO
-(orthogonal sqrt 2, zero bias), MinAtar's CNN as purejaxrl's MinAtar PPO (orthogonal sqrt 2). "lecun" is flax's default (lecun_normal, zero bias) on every
-torso layer: the CNN torsos' init before the reference one, kept to reproduce older records.
+(orthogonal sqrt 2, zero bias), MinAtar's CNN as purejaxrl's MinAtar PPO (orthogonal sqrt 2).
+"lecun" is flax's default (lecun_normal, zero bias) on every torso layer, to reproduce the
+records made with it (docs/results.md).
 The heads (networks/heads.py, actor_critic.py) are orthogonal 0.01 (policy) and 1.0 (value) in
 both cases, as in cleanrl and cleanba.
 """

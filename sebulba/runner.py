@@ -74,23 +74,32 @@ def train(agent: Agent, make_env: Callable[[int, int], Any], rc: RuntimeConfig,
           resume: Progress | None = None, example_obs: PyTree | None = None,
           topology: Topology | None = None,
           episode_metrics: Sequence[EpisodeMetric] = ()) -> TrainResult:
-    """Trains `agent` for the run's planned updates (`rc.plan(...).num_updates` when fresh);
-    `make_env(num_envs, seed)` builds a batch. An auto (0) `rc.num_actor_threads` is resolved
-    here for this machine (sebulba.layout.resolve; a run from a config has resolved it when it
-    read the config, and printed it).
+    """Trains `agent` with Sebulba's actor threads and learner for the run's planned updates.
 
-    `example_obs`: one observation batch of the env (any leading size), if the caller has
-    probed the env already (then it is not probed again). It also lets the learner compile in
-    the background while the actors start (sebulba/warmup.py). `topology`: the run's device
-    topology, if the caller has built it already (for `rc`'s device ids).
-    `episode_metrics`: info fields reduced over each game and logged beside the return
-    (env.episode_metrics; the env's fields were checked by the caller).
+    Args:
+      agent: the four-function agent (podracer.agent.Agent).
+      make_env: `make_env(num_envs, seed)` builds one env batch (sebulba/envs.py's API).
+      rc: the runtime config; an auto (0) `num_actor_threads` is resolved here for this
+        machine (sebulba.layout.resolve; a run from a config resolved it when it read it).
+      logger: where each update's metrics go (TensorBoard, metrics.jsonl, console).
+      on_update: `on_update(update, env_steps, learner_state)`, run after each update.
+      actor_hook: called by each actor thread at each step (tests inject faults with it).
+      checkpointer: saves on its schedule and once more at the end (also after errors and
+        signals, whenever the learner state is intact); closed here.
+      resume: a restored state: learner state, counters and episode statistics carry on.
+      example_obs: one observation batch of the env (any leading size), if the caller probed
+        the env already; it also lets the learner compile while the actors start.
+      topology: the run's device topology, if the caller built it already.
+      episode_metrics: info fields reduced over each game and logged beside the return
+        (env.episode_metrics; the env's fields were checked by the caller).
 
-    `on_update(update, env_steps, learner_state)` runs after each update. `checkpointer` saves
-    on its schedule and once more at the end (also after errors and signals, whenever the
-    learner state is intact), and is closed here. `resume` continues from a restored state:
-    learner state, counters and episode statistics carry on. Ctrl-C raises `Interrupted` after
-    the final checkpoint; a lost peer process raises `distributed.PeerLost`.
+    Returns:
+      The `TrainResult`: final learner state, env steps and updates.
+
+    Raises:
+      Interrupted: Ctrl-C, after the final checkpoint (it carries the TrainResult).
+      distributed.PeerLost: another process of the job died.
+      NonFiniteError: more non-finite updates in a row than `rc.max_nonfinite_updates`.
     """
     if rc.num_actor_threads == 0:
         rc = layout.resolve(rc).runtime

@@ -2,10 +2,9 @@
 laptop CPU).
 
 The default trains the IMPALA ResNet, a GPU-sized network: on a CPU it runs at ~50 env
-steps/s (52-55 on 2 cores, 2026-12-03, 128 envs x 20 steps per update; first update after
-~95 s). `:cpu` trains the Nature
-CNN on 16 envs x 5 steps, 80 samples per update (2 actor threads x 8 envs; ~700 agent steps/s
-end to end on 2 quiet cores); its records are in docs/results.md.
+steps/s (52-55 on 2 cores, 128 envs x 20 steps per update; first update after ~95 s). `:cpu`
+trains the Nature CNN on 16 envs x 5 steps, 80 samples per update (2 actor threads x 8 envs;
+~700 agent steps/s end to end on 2 quiet cores); its records are in docs/results.md.
 
 Hyperparameter sources are cited in agents/impala/config.py and compared in docs/results.md.
 The default follows cleanba's IMPALA (github.com/vwxyzjn/cleanba, cleanba/cleanba_impala.py),

@@ -88,8 +88,8 @@ def get_config(variant: str = "default") -> ml_collections.ConfigDict:
     config.network = network_fields("minatar_cnn", shared_torso=True)
     config.agent = agent_fields(purejaxrl_agent())
     config.agent.loop = "unroll"       # conv gradients inside lax.scan are slow on XLA:CPU
-    # A step limit is not the game's end: bootstrap there (issue 29: only the reference
-    # variant, :purejaxrl, treats truncation as its reference does).
+    # A step limit is not the game's end: bootstrap there (only the reference variant,
+    # :purejaxrl, treats truncation as a game's end, as its reference does).
     config.agent.bootstrap_truncation = variant != "purejaxrl"
     if variant == "purejaxrl":
         config.network = network_fields("mlp", shared_torso=False)

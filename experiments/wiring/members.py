@@ -1,18 +1,11 @@
 """N seeds and N settings in one compiled program (Anakin): the members of a population, from
 `--config.num_seeds=N` and `--config.vary='agent.learning_rate=[1e-4,3e-4];...'`.
 
-The settings of `vary` are crossed with each other and with the seeds: member m is a setting
-(one value of every varied field) and a seed, seeds `seed .. seed + num_seeds - 1`, settings
-outermost. Each member is its own run: its own dir under `<run_dir>/members/` with
-`metrics.jsonl`, TensorBoard files, its `config.json` (its seed and values, num_seeds 1, vary
-"") and `summary.json`, so scripts/plot.py and sweep.py read it as any run; one checkpoint in
-`<run_dir>/checkpoints/` holds the whole population, and `--config.resume=<run_dir>` continues
-it.
-
-Only agent fields can vary, and only those that change no shape and no Python branch of the
-agent (a learning rate, a cost, a clip, a discount, a GAE lambda...): the values are traced
-scalars of one program. A field that cannot (a minibatch count, a switch the builder branches
-on, anything of the network, env or runtime) is refused before anything trains, naming it.
+Member m is a setting (one value of every varied field, settings outermost) and a seed; each
+member is its own run under `<run_dir>/members/`, and one checkpoint holds them all. Only agent
+fields that change no shape and no Python branch can vary (they are traced scalars of one
+program); any other is refused before anything trains. docs/anakin.md, "Many seeds and
+settings in one program".
 """
 from __future__ import annotations
 

@@ -30,16 +30,26 @@ from podracer.validation import ConfigError
 def run(config: ml_collections.ConfigDict, make_env: Callable[[int, int], Any] | None = None,
         *, agent: str | agents.AgentSpec | None = None, name: str | None = None,
         wrap_env: Callable[[Any], Any] | None = None, **train_kwargs: Any) -> Any:
-    """Trains the configured agent on `config.runtime`; returns the runtime's TrainResult.
+    """Trains the configured agent on `config.runtime` (the entry point of every experiment).
 
-    `agent`: the entry point's agent (a registered name or an `agents.AgentSpec`) when
-    `config.agent_name` is empty. `name` names the run dir and the checkpoints' experiment
-    (default: the agent's name). Sebulba only (a host env batch; Anakin refuses them):
-    `make_env(num_envs, seed)` replaces the EnvPool factory with a user environment that has
-    the sebulba/envs.py API (`config.env.name` then only names the run), and `wrap_env(env)`
-    wraps every environment batch the actors build (user adapters, fault injection in tests).
-    Other keyword arguments go to the runtime's `train` (`on_update`; Sebulba's
-    `actor_hook`).
+    Args:
+      config: the experiment's ConfigDict; every section is checked before anything starts.
+      make_env: Sebulba only: `make_env(num_envs, seed)` builds a user env batch with the
+        sebulba/envs.py API instead of EnvPool's (`config.env.name` then only names the run).
+      agent: the entry point's agent (a registered name or an `agents.AgentSpec`), used when
+        `config.agent_name` is empty.
+      name: names the run dir and the checkpoints' experiment (default: the agent's name).
+      wrap_env: Sebulba only: wraps every env batch the actors build (user adapters, fault
+        injection in tests).
+      **train_kwargs: passed to the runtime's `train` (`on_update`; Sebulba's `actor_hook`).
+
+    Returns:
+      The runtime's `podracer.results.TrainResult` (learner state, env steps, updates).
+
+    Raises:
+      ConfigError: a bad config value, named with what is allowed, before anything starts.
+      Interrupted: Ctrl-C, after the final checkpoint and summary.json.
+      distributed.PeerLost: another process of a multi-host job died.
     """
     # Every static check before anything joins, builds an env, starts a thread or compiles.
     sections = read(config, agent=agent, devices=False, env_id=make_env is None)

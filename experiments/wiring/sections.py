@@ -1,23 +1,11 @@
 """A whole experiment config read into typed sections, every rule checked once, up front.
 
-`read(config)` is the one place a ConfigDict is checked: it reads each section into its
-dataclass (podracer.schema.read_section; each dataclass checks its own fields), resolves the
-runtime's layout, then runs the rules that span sections (the agent's `checks`, against the
-runtime's `BatchShape`) and the checks against the world (device ids, env name, resume path,
-writable run dir, coordinator address), and raises ConfigError naming the field, the bad value
-and what is allowed. It builds no env, starts no thread and compiles nothing
-(docs/robustness.md). Everything after it (the builders, the runtime) gets typed sections.
-
-| section | in the ConfigDict | dataclass | file |
-|---|---|---|---|
-| runtime (Sebulba) | top level | `RuntimeConfig` | sebulba/runtime_config.py |
-| runtime (Anakin) | top level | `AnakinConfig` | anakin/runtime.py |
-| run | top level | `RunConfig` | experiments/wiring/run_config.py |
-| distributed | `config.distributed` | `DistributedConfig` | podracer/distributed.py |
-| wandb | `config.wandb` | `WandbConfig` | podracer/logging.py |
-| env | `config.env` | `EnvConfig` | sebulba/envs.py |
-| network | `config.network` | `NetworkConfig` | networks/config.py |
-| agent | `config.agent` | the agent's `spec.config_cls` | agents/<algo>/config.py |
+`read(config)` is the one place a ConfigDict is checked: each section into its dataclass (each
+checks its own fields), the runtime's layout resolved, then the rules that span sections and
+the checks against the world (devices, env name, resume path, run dir, coordinator); a bad
+value raises ConfigError naming the field, the value and what is allowed. It builds no env,
+starts no thread and compiles nothing. Which section lives where: docs/architecture.md,
+"Config sections and their schemas".
 """
 from __future__ import annotations
 
@@ -96,12 +84,21 @@ def read(config: ml_collections.ConfigDict, *, agent: str | agents.AgentSpec | N
          devices: bool = True, env_id: bool = True) -> Sections:
     """`config` as typed, checked sections (the module docstring).
 
-    `agent`: the entry point's agent (a name or a spec) when the config's `agent_name` is
-    empty. `devices`: also check device ids against this host's devices, unless the run joins
-    a multi-host job (devices may not be queried before joining; a run checks them right
-    after, when it builds its devices). `env_id`: check that the runtime knows env.name (off
-    for a user env factory). An auto Sebulba layout is resolved here and written back into
-    `config`, so that config.json and checkpoints record the layout that runs.
+    Args:
+      config: the experiment's ConfigDict. An auto Sebulba layout is resolved here and written
+        back into it, so that config.json and checkpoints record the layout that runs.
+      agent: the entry point's agent (a name or a spec), used when `config.agent_name` is empty.
+      devices: also check device ids against this host's devices, unless the run joins a
+        multi-host job (devices may not be queried before joining; a run checks them right
+        after, when it builds its devices).
+      env_id: check that the runtime knows `env.name` (off for a user env factory).
+
+    Returns:
+      The `Sections`: one typed, checked dataclass per section, the agent's spec and the
+      runtime's driver.
+
+    Raises:
+      ConfigError: naming the field, the bad value and what is allowed.
     """
     spec = agent_spec(config, agent)
     run = read_section(RunConfig, config, "", whole=False)
