@@ -131,7 +131,7 @@ def allgather_host(local) -> "np.ndarray":
     communicator. jax's `process_allgather` runs on every local device and returns when the
     first has finished; the rest may still be exchanging when the next update starts, and on
     gloo the two programs' messages then cross ("1536 vs 32 ... Is there a distributed
-    collective mismatch", tests/podracer/test_host_exchange.py).
+    collective mismatch", tests/slow/podracer/test_host_exchange.py).
     """
     import numpy as np
     local = np.asarray(local)

@@ -4,7 +4,7 @@ The learner's program depends only on shapes: `abstract_rollout` derives the sha
 sharding of every rollout field from the agent's own `actor_step` (evaluated abstractly, no
 FLOPs), and `compile_learner` lowers and compiles the learn step for them in a background
 thread while the actor threads build their envs and compile the policy. JAX keeps the compiled
-program in memory, so the learner's first real call finds it (tests/sebulba/test_warmup.py
+program in memory, so the learner's first real call finds it (tests/slow/sebulba/test_warmup.py
 checks that no compilation happens then). Were a spec ever to differ from a real rollout, the
 first call would simply compile as before: warming up can cost time, never correctness.
 """

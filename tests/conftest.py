@@ -10,3 +10,13 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 # Before any test module imports them: their asserts then explain a failure as a test's do.
 pytest.register_assert_rewrite("tests.helpers", "tests.multihost")
+
+_SLOW = os.path.join(os.path.dirname(os.path.abspath(__file__)), "slow") + os.sep
+
+
+def pytest_collection_modifyitems(config, items):
+    """Everything under tests/slow/ (learning runs, several processes, runs in subprocesses) is
+    marked `slow`, which the quick loop `-m "not slow"` leaves out."""
+    for item in items:
+        if str(item.path).startswith(_SLOW):
+            item.add_marker(pytest.mark.slow)

@@ -1,5 +1,5 @@
-"""The multi-process test harness both runtimes share (tests/{sebulba,anakin}/test_multihost.py
-and their drivers tests/{sebulba,anakin}/multihost_run.py).
+"""The multi-process test harness both runtimes share (tests/slow/{sebulba,anakin}/test_multihost.py
+and their drivers tests/programs/{sebulba,anakin}_multihost.py).
 
 Driver side: `param_checksums`, the on_update hook that fingerprints this process's copy of the
 parameters after every update, so that a test can compare processes bit for bit.

@@ -1,5 +1,5 @@
-"""What the signal-test drivers of both runtimes share (tests/sebulba/signal_run.py,
-tests/anakin/signal_run.py): an agent whose update AT_UPDATE is slow, or stuck in C, and an
+"""What the signal-test drivers of both runtimes share (tests/programs/sebulba_signals.py,
+tests/programs/anakin_signals.py): an agent whose update AT_UPDATE is slow, or stuck in C, and an
 on_update hook that sends signals while that update runs."""
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ from podracer.agent import Rollout
 from sebulba.learner import make_learn_fn, place_learner_state
 from sebulba.topology import make_topology
 from tests.helpers import IMPALA_640, ACTION_SPACES, episode_ends, head_network, run_actor
-from tests.mixed_env import SteerAndShiftEnv
+from tests.fakes.mixed_env import SteerAndShiftEnv
 
 T, B, OBS, LSTM = 6, 8, 4, 8
 

@@ -11,7 +11,7 @@ import pytest
 from experiments import train
 from experiments.configs import ppo_gymnax
 from podracer.validation import ConfigError
-from tests.anakin import scored_env
+from tests.fakes import scored_env
 from tests.helpers import quiet_config, read_metrics
 
 T, B = 16, 8

@@ -56,7 +56,7 @@ def test_device_games_report_the_host_loops_episode_metrics():
     loop's per-game metrics are the host loop's (sebulba's EpisodeCounter over HostEnv, whose
     TimeStep carries the info), and each game's terms add up to its return."""
     from podracer.episode_metrics import parse, resolve
-    from tests.anakin import scored_env
+    from tests.fakes import scored_env
     env = envs.make_env(scored_env.NAME)
     metrics = resolve(parse("crashed:max,speed:mean,rewards.*:sum"), envs.info_fields(env), "")
     assert HostEnv(env, 1, 0).info_fields == envs.info_fields(env)

@@ -2,7 +2,6 @@
 experiments/configs/ppo_gymnax.py): learning, run-dir files, checkpoints and resume, and the
 config errors that name the field."""
 import json
-import time
 
 import pytest
 
@@ -14,25 +13,6 @@ from tests.helpers import quiet_config, read_metrics
 
 def _config(tmp_path, **overrides):
     return quiet_config(ppo_gymnax.get_config(), tmp_path / "run", **overrides)
-
-
-@pytest.mark.slow  # a learning run to a return threshold: `-m "not slow"` skips
-def test_ppo_solves_gymnax_cartpole_within_a_step_budget(tmp_path):
-    """The issue's bar: a 100-game mean >= 475 (a budget of steps, not of wall time: the
-    machine is shared; the wall time is printed). Measured: ~300k steps, ~25 s."""
-    config = _config(tmp_path, stop_at_return=475.0, checkpoint_keep=0)
-    start = time.perf_counter()
-    result = train.run(config)
-    print(f"anakin PPO gymnax CartPole: best 100-game mean "
-          f"{result.episode_summary['episode/return_best_mean']:.1f} after "
-          f"{result.env_steps:,d} steps in {time.perf_counter() - start:.1f}s wall")
-    assert result.episode_summary["episode/return_best_mean"] >= 475.0
-    assert result.env_steps <= 500_000
-    lines = read_metrics(tmp_path / "run")
-    assert {"sps", "updates", "episode/return_mean", "loss/total", "policy_lag/mean",
-            "nonfinite/skipped"} <= set(lines[-1])
-    summary = json.load(open(tmp_path / "run" / "summary.json"))
-    assert summary["runtime"] == "anakin" and summary["env_steps"] == result.env_steps
 
 
 def test_periodic_evaluations_and_the_final_one_are_logged(tmp_path):

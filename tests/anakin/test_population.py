@@ -8,10 +8,6 @@ import functools
 import json
 import os
 import shutil
-import signal
-import subprocess
-import sys
-import time
 
 import jax
 import matplotlib.image
@@ -26,7 +22,7 @@ from podracer import checkpoint
 from podracer.validation import ConfigError
 from scripts import plot, sweep
 from scripts.analysis import rundir
-from tests.helpers import ROOT, quiet_config, read_metrics, small_network
+from tests.helpers import quiet_config, read_metrics, small_network
 
 T, B = 16, 8
 CFG = ppo.PPOConfig(learning_rate=1e-3, clip_eps=0.2, reward_clip=0.0, num_minibatches=2,
@@ -297,42 +293,3 @@ def _data(tree):
     """`tree` with its PRNG key leaves as their raw data (comparable with numpy)."""
     return jax.tree.map(lambda x: jax.random.key_data(x) if jax.dtypes.issubdtype(
         x.dtype, jax.dtypes.prng_key) else np.asarray(x), tree)
-
-
-_CHILD = """
-import sys
-from experiments import train
-from experiments.configs import ppo_gymnax
-from tests.helpers import quiet_config
-config = quiet_config(ppo_gymnax.get_config(), sys.argv[1], num_envs=8, unroll_length=16,
-                      num_seeds=3, total_env_steps=10_000_000, checkpoint_every_minutes=0.0,
-                      **{"agent.num_minibatches": 2})
-train.run(config)
-"""
-
-
-@pytest.mark.slow  # a population run in a subprocess, signalled once it has logged updates
-@pytest.mark.parametrize("sig,status", [(signal.SIGTERM, 0), (signal.SIGINT, 130)])
-def test_signals_end_a_population_as_one_run(tmp_path, sig, status):
-    run = tmp_path / "run"
-    proc = subprocess.Popen([sys.executable, "-c", _CHILD, str(run)], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        jsonl = run / "members" / "00-s0" / "metrics.jsonl"
-        deadline = time.time() + 240
-        while time.time() < deadline and not (jsonl.exists() and len(jsonl.read_text()
-                                                                      .splitlines()) >= 2):
-            time.sleep(0.5)
-        proc.send_signal(sig)
-        out, _ = proc.communicate(timeout=120)
-    finally:
-        proc.kill()
-    assert proc.returncode == status, out
-    assert "Traceback" not in out, out
-    summary = json.loads((run / "summary.json").read_text())
-    assert summary["stopped_by"] == sig.name and len(summary["members"]) == 3
-    steps = checkpoint.list_steps(str(run / "checkpoints"))
-    assert steps == [summary["updates"]], (steps, summary)
-    for m in ("00-s0", "01-s1", "02-s2"):
-        member = json.loads((run / "members" / m / "summary.json").read_text())
-        assert member["updates"] == summary["updates"] and member["seed"] == int(m[-1])

@@ -1,6 +1,6 @@
 """No test module imports another test module, read from the source (function-level imports
 included). What tests share lives in support modules without the `test_` prefix
-(tests/helpers.py, tests/multihost.py, tests/sebulba/faulty_env.py, ...): importing a test
+(tests/helpers.py, tests/multihost.py, tests/fakes/faulty_env.py, ...): importing a test
 module runs its module-level code and can collect its tests twice, and a helper kept in one
 test file is easily changed for that file's sake alone."""
 from __future__ import annotations
@@ -43,7 +43,7 @@ def test_the_checker_finds_every_form_of_a_test_import():
         "def f():",
         "    from ..agents.test_schedules import S",  # a local import hides as well
         "from tests.helpers import classic_config",  # support modules are fine
-        "from tests.sebulba.faulty_env import faulty",
+        "from tests.fakes.faulty_env import faulty",
         "from . import first_steps",
     ])
     found = _test_modules_imported(src, "tests.sebulba.test_shutdown",

@@ -1,8 +1,6 @@
 """The driving example: env semantics (multi-tensor obs, mixed actions, the reset step, the
 delayed turn-signal penalty) and smoke runs of its two documented commands."""
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -10,7 +8,6 @@ import pytest
 import examples.driving  # noqa: F401  registers Driving-v0 and driving_net
 from examples.driving import config as driving_config
 from examples.driving.env import CRASH, DrivingEnv
-from experiments import train
 from tests.helpers import ROOT, quiet_config
 
 
@@ -83,36 +80,6 @@ def _change_lane(signal: int) -> float:
 
 def test_unsignalled_lane_change_costs_one_later():
     assert np.isclose(_change_lane(signal=0) - _change_lane(signal=1), -1.0, atol=1e-4)
-
-
-def _smoke(config, tmp_path):
-    return quiet_config(config, tmp_path / "run", num_envs=8, unroll_length=8,
-                        total_env_steps=128, checkpoint_keep=0,
-                        **{"network.torso_kwargs.conv_channels": (4,),
-                           "network.torso_kwargs.hidden": 16})
-
-
-@pytest.mark.slow  # a training run: `-m "not slow"` skips
-def test_ppo_command_smoke(tmp_path):
-    config = _smoke(driving_config.get_config("ppo"), tmp_path)
-    config.agent.num_epochs = 1
-    config.agent.num_minibatches = 1  # one unrolled SGD step: a short compile
-    result = train.run(config)
-    assert result.updates == 2 and np.isfinite(result.last_metrics["loss/total"])
-
-
-@pytest.mark.slow  # a training run in a subprocess: `-m "not slow"` skips
-def test_impala_command_line_smoke(tmp_path):
-    """The documented command, as a subprocess (argument parsing, registration by import)."""
-    cmd = [sys.executable, "-m", "examples.driving.train",
-           "--config=examples/driving/config.py:impala", f"--config.run_dir={tmp_path}/run",
-           "--config.num_envs=8", "--config.unroll_length=8", "--config.total_env_steps=128",
-           "--config.checkpoint_keep=0", "--config.network.torso_kwargs.conv_channels=(4,)",
-           "--config.network.torso_kwargs.hidden=16", "--config.env.options.max_steps=20"]
-    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
-    out = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr[-3000:]
-    assert os.path.exists(tmp_path / "run" / "summary.json")
 
 
 @pytest.mark.parametrize("variant", ["ppo_auto", "impala_auto"])

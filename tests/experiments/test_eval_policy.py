@@ -9,7 +9,7 @@ import pytest
 
 from agents import evaluation as players
 from podracer.validation import ConfigError
-from tests.experiments import wide_head
+from tests.fakes import wide_head
 from tests.helpers import IMPALA_640, build_agent, classic_config
 
 

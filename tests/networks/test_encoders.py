@@ -1,7 +1,6 @@
 """The auto torso (networks/encoders.py): the encoder each observation leaf gets, the
 shapes out, a one-key dict equal to the plain torso, overrides and their errors, and a run."""
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 from gymnasium import spaces
@@ -10,6 +9,7 @@ import networks
 from networks import encoders
 from networks.encoders import MultiInput, auto_encoder
 from networks.torsos import MLP, MinAtarCNN, NatureCNN
+from tests.fakes import sensors_env
 from tests.helpers import quiet_config, read_metrics
 
 
@@ -215,20 +215,8 @@ def test_parking_trains_under_sebulba_with_the_classic_configs_default(tmp_path,
     assert np.isfinite(result.last_metrics["loss/total"])
 
 
-def _sensors_run(tmp_path, hide="", gear=False, **overrides):
-    from experiments import train
-    from experiments.configs import ppo_gymnax
-    from tests import sensors_env
-    sensors_env.register()
-    config = quiet_config(ppo_gymnax.get_config(), tmp_path / f"run{hide}", **{
-        "env.name": sensors_env.NAME, "checkpoint_keep": 0,
-        **overrides})
-    config.env.options = {"hide": hide, "gear": gear}
-    return train.run(config)
-
-
 def test_anakin_trains_a_dict_observation_env_with_it(tmp_path, capsys):
-    result = _sensors_run(tmp_path, total_env_steps=2 * 64 * 32)
+    result = sensors_env.train_run(tmp_path, total_env_steps=2 * 64 * 32)
     assert result.updates == 2
     assert ("encoders: camera (8, 8, 1) float32 -> minatar_cnn; sensors (3,) float32 -> mlp"
             in capsys.readouterr().out)
@@ -266,21 +254,6 @@ def test_a_discrete_leaf_of_the_observation_space_gets_an_embedding():
 
 
 def test_anakin_passes_the_observation_space_and_embeds_a_discrete_leaf(tmp_path, capsys):
-    result = _sensors_run(tmp_path, total_env_steps=64 * 32, gear=True)
+    result = sensors_env.train_run(tmp_path, total_env_steps=64 * 32, gear=True)
     assert result.updates == 1
     assert "gear () int32 -> embed (3 values)" in capsys.readouterr().out
-
-
-@pytest.mark.slow  # three learning runs
-def test_a_task_that_needs_both_sensors_is_learned_only_with_both(tmp_path):
-    """SensorsTest-v0 (tests/sensors_env.py): 8 per game needs the camera's bit and the
-    sensors' bit; either alone caps the game at 4 (+ the guessed bit's luck), random plays 2."""
-    steps = 200_000
-    both = _sensors_run(tmp_path, total_env_steps=steps)
-    alone = {hide: _sensors_run(tmp_path, hide, total_env_steps=steps)
-             for hide in ("camera", "sensors")}
-    best = lambda r: r.episode_summary["episode/return_best_mean"]  # noqa: E731
-    print({"both": best(both), **{f"no {h}": best(r) for h, r in alone.items()}})
-    assert best(both) >= 7.0
-    for r in alone.values():
-        assert best(r) <= 4.6  # 4 + the 100-game mean's luck on the guessed bit

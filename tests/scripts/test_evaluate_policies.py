@@ -13,7 +13,7 @@ from experiments.configs import ppo_mujoco
 from scripts import evaluate
 from sebulba import registry
 from experiments.wiring import user_modules
-from tests.experiments import wide_head
+from tests.fakes import wide_head
 from tests.helpers import (build_agent, classic_config, quiet_config, save_state,
                            write_user_env_module)
 

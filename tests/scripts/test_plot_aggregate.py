@@ -9,8 +9,8 @@ from scipy import stats
 
 from scripts import plot
 from scripts.analysis import rundir, scores
-from tests.scripts.run_dirs import METRIC
-from tests.scripts.run_dirs import write_run as _write_run
+from tests.fakes.run_dirs import METRIC
+from tests.fakes.run_dirs import write_run as _write_run
 
 REPS = 300  # enough for a 95% interval to be stable to ~0.1 here, and quick
 

@@ -4,7 +4,7 @@ pooled), in the mean plot, the IQM plot and the final-score table; bad specs nam
 import pytest
 
 from scripts import plot
-from tests.scripts.run_dirs import write_run
+from tests.fakes.run_dirs import write_run
 
 
 def _legend(ax) -> list[str]:

@@ -8,7 +8,7 @@ import pytest
 
 from scripts import plot
 from scripts.analysis import references
-from tests.scripts.run_dirs import write_run as _write_run
+from tests.fakes.run_dirs import write_run as _write_run
 
 ROOT = Path(__file__).resolve().parents[2]
 CSV = """# a comment line: where the points come from

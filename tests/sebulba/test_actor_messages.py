@@ -27,7 +27,7 @@ from sebulba import actor_policy
 from sebulba.actor import ActorThread
 from sebulba.pipeline import Lifetime, ParamsSource
 from tests.helpers import first_rollouts, run_actor
-from tests.sebulba.clock_env import ClockEnv
+from tests.fakes.clock_env import ClockEnv
 
 T, N = 4, 6
 

@@ -30,7 +30,7 @@ from podracer.agent import Agent
 from sebulba.envs import EnvConfig, make_env
 from sebulba.pipeline import Lifetime, ParamsSource
 from tests.helpers import classic_config, first_rollouts, run_actor
-from tests.sebulba.clock_env import ClockEnv
+from tests.fakes.clock_env import ClockEnv
 
 
 def _clock_agent(recurrent: bool) -> Agent:

@@ -23,7 +23,7 @@ from sebulba.env_guard import EnvFault
 from podracer.finite import NonFiniteError
 from sebulba.pipeline import Lifetime, ParamsSource, Stopped
 from tests.helpers import agent_with, classic_config, restore_run
-from tests.sebulba.faulty_env import faulty
+from tests.fakes.faulty_env import faulty
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -151,7 +151,7 @@ def test_actor_waiting_for_params_warns_once_and_stops_promptly(capsys):
 
 
 def test_stalled_env_warns_with_queue_state_and_ctrl_c_still_stops(tmp_path):
-    proc = subprocess.Popen([sys.executable, "-m", "tests.sebulba.fault_run", "stall",
+    proc = subprocess.Popen([sys.executable, "-m", "tests.programs.sebulba_faults", "stall",
                              str(tmp_path / "run")], cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     lines, deadline = [], time.time() + 120
