@@ -11,6 +11,14 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 # Before any test module imports them: their asserts then explain a failure as a test's do.
 pytest.register_assert_rewrite("tests.helpers", "tests.multihost")
 
+# JAX's persistent compilation cache at a run's default place, on from the first test: a test
+# then loads what an earlier session (or an earlier test in this one) compiled, whatever the
+# order, as a second launch of a run does. A test that must compile asserts on JAX's compile
+# log, which names a cache hit as it does a compilation.
+from podracer import compile_cache  # noqa: E402  (after XLA_FLAGS: it imports jax)
+
+compile_cache.enable(compile_cache.DEFAULT_DIR)
+
 _SLOW = os.path.join(os.path.dirname(os.path.abspath(__file__)), "slow") + os.sep
 
 
