@@ -113,7 +113,7 @@ def test_scan_and_unrolled_loops_agree():
 def test_kl_early_stop_is_identical_across_devices(loop):
     """A tiny target_kl stops after the first epoch; the sharded run stops at the same point
     (the KL is pmean-ed) and so lands on the same parameters."""
-    cfg = dataclasses.replace(BASE, correction="vtrace", target_kl=1e-9, num_epochs=3,
+    cfg = dataclasses.replace(BASE, correction="vtrace", target_kl=1e-9, num_epochs=2,
                               loop=loop)
     rollout = _rollout(2)
     single, m1 = _learn_once(cfg, (0,), rollout)
