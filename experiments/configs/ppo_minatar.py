@@ -1,5 +1,5 @@
 """PPO on MinAtar (Young & Tian 2019, arXiv:1903.03176) through gymnax, with the Anakin
-runtime (docs/results.md, "MinAtar"):
+runtime (docs/minatar.md):
 
     python experiments/ppo_gymnax.py --config=experiments/configs/ppo_minatar.py \
         --config.env.name=gymnax:SpaceInvaders-MinAtar --config.num_seeds=10

@@ -18,6 +18,8 @@ ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", ".."))
 PAGES = sorted(["README.md"]
                + [os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, "docs", "*.md"))]
                + [os.path.relpath(p, ROOT)
+                  for p in glob.glob(os.path.join(ROOT, "docs", "journal", "*.md"))]
+               + [os.path.relpath(p, ROOT)
                   for p in glob.glob(os.path.join(ROOT, "examples", "*", "README.md"))])
 PACKAGES = "sebulba|anakin|agents|networks|experiments"
 _DOTTED = re.compile(rf"`((?:{PACKAGES})(?:\.\w+)+)")
