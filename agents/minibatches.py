@@ -23,7 +23,8 @@ def random_permutation(key: jax.Array, n: int) -> jax.Array:
     packs the random key into the high bits and the element into the low bits of one uint32
     and sorts that. 33 us against 68 us for n = 512 (PPO's CartPole epoch), 0.89 ms against
     3.0 ms for n = 8,192 (MinAtar's), inside a scan on this project's 2-core CPU
-    (docs/benchmarks.md, "The minibatch permutation, and one vector of metrics"). Equal keys
+    (docs/journal/2026-12-03-anakin-beside-purejaxrl-how-it-got-there.md,
+    "The minibatch permutation, and one vector of metrics"). Equal keys
     within a round order their elements by value (jax's stable sort: by position); either way
     a fixed rule, made rare by the key bits. Beyond 2**24 elements the keys would be too
     short: jax's own sort then.

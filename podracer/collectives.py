@@ -5,8 +5,9 @@ operands), and the learner runs one per SGD step for the gradients and one for t
 On one learner device they are identities, so these wrappers return their input unchanged
 when the axis size (static inside `shard_map` and `pmap`) is 1, and call `jax.lax`'s
 collective otherwise. A 16-member CartPole program on one CPU device ran ~8% faster without
-them (docs/benchmarks.md, "Sixteen seeds"). The results are the same either way: a mean, sum,
-min or tiled gather over one device is the value itself.
+them (docs/journal/2026-12-03-anakin-beside-purejaxrl-how-it-got-there.md, "Sixteen
+seeds"). The results are the same either way: a mean, sum, min or tiled gather over one device
+is the value itself.
 """
 from __future__ import annotations
 

@@ -84,7 +84,8 @@ def run_peer(purejaxrl_dir: str, config: dict, num_seeds: int,
     `num_seeds` seeds; compile and run times, steps/s summed over seeds, final return.
     `qr_free_init`: purejaxrl's orthogonal initialiser replaced by a variance-scaling one of the
     same scale (initial values only; the training program is otherwise the same): XLA:CPU can
-    hang in the QR of a vmapped orthogonal init (docs/benchmarks.md, "Sixteen seeds")."""
+    hang in the QR of a vmapped orthogonal init
+    (docs/journal/2026-12-03-anakin-beside-purejaxrl-how-it-got-there.md, "Sixteen seeds")."""
     import gymnax
     import jax
     import jax.numpy as jnp
