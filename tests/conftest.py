@@ -19,6 +19,10 @@ from podracer import compile_cache  # noqa: E402  (after XLA_FLAGS: it imports j
 
 compile_cache.enable(compile_cache.DEFAULT_DIR)
 
+# `import envpool` imports matplotlib, whose first import on a machine builds its font cache and
+# logs that on stderr: built here, once, a test's subprocess prints only what the run prints.
+import matplotlib.font_manager  # noqa: E402,F401
+
 _SLOW = os.path.join(os.path.dirname(os.path.abspath(__file__)), "slow") + os.sep
 
 
