@@ -13,8 +13,9 @@ pytest.register_assert_rewrite("tests.helpers", "tests.multihost")
 
 # JAX's persistent compilation cache at a run's default place, on from the first test: a test
 # then loads what an earlier session (or an earlier test in this one) compiled, whatever the
-# order, as a second launch of a run does. A test that must compile asserts on JAX's compile
-# log, which names a cache hit as it does a compilation.
+# order, as a second launch of a run does. JAX sets its cache up once per process, so a test's
+# `compilation_cache_dir=""` does not turn it off; a test that checks compiling reads JAX's
+# compile log, which names a cache hit as it does a compilation.
 from podracer import compile_cache  # noqa: E402  (after XLA_FLAGS: it imports jax)
 
 compile_cache.enable(compile_cache.DEFAULT_DIR)

@@ -1,16 +1,12 @@
 """brax: a few updates with physics on both runtimes, and PPO learns inverted_pendulum."""
-import time
-
 import pytest
 
 pytest.importorskip("brax", reason="the brax extra is not installed: "
                                    "pip install -r requirements-brax.txt")
 
 from anakin import envs  # noqa: E402
-from experiments import train  # noqa: E402
-from experiments.configs import ppo_gymnax  # noqa: E402
-from tests.anakin.suites.common import few_updates, random_return  # noqa: E402
-from tests.helpers import quiet_config  # noqa: E402
+from tests.anakin.suites.common import (  # noqa: E402
+    few_updates, ppo_best_return, random_return)
 
 
 PENDULUM = "brax:inverted_pendulum"
@@ -30,13 +26,6 @@ def test_ppo_beats_random_on_inverted_pendulum(tmp_path):
     of it compiling), 2.5 min for the whole test."""
     baseline = random_return(envs.make_env(PENDULUM))
     assert baseline < 20
-    config = quiet_config(
-        ppo_gymnax.get_config(), tmp_path / "run", total_env_steps=400_000,
-        stop_at_return=500.0, checkpoint_keep=0, **{"env.name": PENDULUM})
-    start = time.perf_counter()
-    result = train.run(config)
-    best = result.episode_summary["episode/return_best_mean"]
-    print(f"brax PPO inverted_pendulum: best 100-episode mean {best:.1f} (random "
-          f"{baseline:.1f}) after {result.env_steps:,d} steps in "
-          f"{time.perf_counter() - start:.1f}s wall")
+    best = ppo_best_return(tmp_path, PENDULUM, total_env_steps=400_000, stop_at_return=500.0)
+    print(f"random policy: {baseline:.1f}")
     assert best >= 500.0

@@ -1,16 +1,11 @@
 """jumanji: PPO learns a small Snake (a learning run)."""
-import time
-
 import pytest
 
 pytest.importorskip("jumanji", reason="the jumanji extra is not installed: "
                                       "pip install -r requirements-jumanji.txt")
 
 from anakin import envs  # noqa: E402
-from experiments import train  # noqa: E402
-from experiments.configs import ppo_gymnax  # noqa: E402
-from tests.anakin.suites.common import random_return  # noqa: E402
-from tests.helpers import quiet_config  # noqa: E402
+from tests.anakin.suites.common import ppo_best_return, random_return  # noqa: E402
 
 
 def test_ppo_beats_random_on_small_snake(tmp_path):
@@ -23,13 +18,7 @@ def test_ppo_beats_random_on_small_snake(tmp_path):
     name, options = "jumanji:Snake-v1", {"num_rows": 6, "num_cols": 6, "time_limit": 100}
     baseline = random_return(envs.make_env(name, options))
     assert baseline < 0.5
-    config = quiet_config(
-        ppo_gymnax.get_config(), tmp_path / "run", total_env_steps=300_000,
-        stop_at_return=4.0, checkpoint_keep=0, **{"env.name": name},
-        **{f"env.options.{k}": v for k, v in options.items()})
-    start = time.perf_counter()
-    result = train.run(config)
-    best = result.episode_summary["episode/return_best_mean"]
-    print(f"jumanji PPO Snake 6x6: best 100-game mean {best:.2f} (random {baseline:.2f}) after "
-          f"{result.env_steps:,d} steps in {time.perf_counter() - start:.1f}s wall")
+    best = ppo_best_return(tmp_path, name, total_env_steps=300_000, stop_at_return=4.0,
+                           **{f"env.options.{k}": v for k, v in options.items()})
+    print(f"random policy: {baseline:.2f}")
     assert best >= 4.0
