@@ -1,5 +1,6 @@
-"""Test setup: fake 4 CPU devices before JAX initialises (never done in library code), and
-pytest's assertion messages for the shared helpers' own asserts."""
+"""Test setup: fake 4 CPU devices before JAX initialises (never done in library code), pytest's
+assertion messages for the shared helpers' own asserts, the `slow` mark of tests/slow/, and the
+fixtures of the quick configs most tests train (`impala_classic_config`, `ppo_gymnax_config`)."""
 import os
 
 import pytest
@@ -33,3 +34,32 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if str(item.path).startswith(_SLOW):
             item.add_marker(pytest.mark.slow)
+
+
+# --- the quick configs most tests start from ---------------------------------------------------
+# Factories bound to the test's tmp_path: `impala_classic_config(**dotted_overrides)` is the
+# config the test trains, writing to tmp_path/run with a quiet console; `under="name"` writes
+# to tmp_path/name/run instead (a second run of one test). Processes a test starts
+# (tests/programs/) build theirs with tests.helpers.quiet_config.
+
+def _config_factory(get_config, tmp_path):
+    from tests.helpers import quiet_config
+
+    def make(under: str = "", **overrides):
+        folder = tmp_path / under if under else tmp_path
+        return quiet_config(get_config(), folder / "run", **overrides)
+    return make
+
+
+@pytest.fixture
+def impala_classic_config(tmp_path):
+    """IMPALA on EnvPool CartPole-v1 (experiments/configs/impala_classic.py), Sebulba."""
+    from experiments.configs import impala_classic
+    return _config_factory(impala_classic.get_config, tmp_path)
+
+
+@pytest.fixture
+def ppo_gymnax_config(tmp_path):
+    """PPO on gymnax CartPole-v1 (experiments/configs/ppo_gymnax.py), Anakin."""
+    from experiments.configs import ppo_gymnax
+    return _config_factory(ppo_gymnax.get_config, tmp_path)

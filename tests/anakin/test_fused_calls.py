@@ -3,6 +3,7 @@ logs and triggers the cadence as if it ran alone. Before, the counter jumped by 
 checkpoints and evaluations came only at multiples of lcm(K, N), the non-finite guard saw only
 each call's last update, and only that update's metrics were logged."""
 import dataclasses
+import functools
 import os
 
 import numpy as np
@@ -13,20 +14,20 @@ import pytest
 
 from experiments import train
 from anakin.loop import CallPace
-from experiments.configs import ppo_gymnax
 from podracer import checkpoint
 from podracer.finite import NonFiniteError
-from tests.helpers import agent_with, quiet_config, read_metrics
+from tests.helpers import agent_with, read_metrics
 
 T, B = 8, 8
 
 
-def _config(tmp_path, **overrides):
-    return quiet_config(ppo_gymnax.get_config(), tmp_path / "run", num_envs=B, unroll_length=T,
-                        **{"agent.num_minibatches": 2, "agent.num_epochs": 1,
-                           "updates_per_call": 4, "call_target_s": 0.0,
-                           "checkpoint_every_minutes": 0.0,
-                           **overrides})
+@pytest.fixture
+def fused(ppo_gymnax_config):
+    """B envs x T steps, one epoch of 2 minibatches, 4 updates per call, no timed checkpoints."""
+    return functools.partial(ppo_gymnax_config, num_envs=B, unroll_length=T,
+                             **{"agent.num_minibatches": 2, "agent.num_epochs": 1,
+                                "updates_per_call": 4, "call_target_s": 0.0,
+                                "checkpoint_every_minutes": 0.0})
 
 
 class _Hook:
@@ -44,10 +45,10 @@ class _Hook:
             self.seen.append((update, env_steps, int(state.update)))
 
 
-def test_every_fused_update_is_logged_checkpointed_and_hooked(tmp_path):
+def test_every_fused_update_is_logged_checkpointed_and_hooked(fused, tmp_path):
     hook = _Hook(every=5)
-    config = _config(tmp_path, total_env_steps=T * B * 13, checkpoint_every_updates=3,
-                     checkpoint_keep=10)
+    config = fused(total_env_steps=T * B * 13, checkpoint_every_updates=3,
+                   checkpoint_keep=10)
     result = train.run(config, on_update=hook)
     assert result.updates == 13 and result.env_steps == 13 * T * B
     rows = read_metrics(tmp_path / "run")
@@ -77,8 +78,8 @@ def _nan_at(updates: set[int]):
     return agent_with(transform, "ppo")
 
 
-def test_a_skipped_update_inside_a_fused_call_is_counted(tmp_path, capsys):
-    config = _config(tmp_path, total_env_steps=T * B * 8, checkpoint_keep=0)
+def test_a_skipped_update_inside_a_fused_call_is_counted(fused, tmp_path, capsys):
+    config = fused(total_env_steps=T * B * 8, checkpoint_keep=0)
     result = train.run(config, agent=_nan_at({2}))
     rows = read_metrics(tmp_path / "run")
     assert [r["nonfinite/skipped"] for r in rows] == [0, 1, 0, 0, 0, 0, 0, 0]
@@ -87,13 +88,13 @@ def test_a_skipped_update_inside_a_fused_call_is_counted(tmp_path, capsys):
     assert "update 2 at env step 128 was non-finite" in capsys.readouterr().out
 
 
-def test_nonfinite_updates_in_a_row_are_counted_in_updates_not_calls(tmp_path):
+def test_nonfinite_updates_in_a_row_are_counted_in_updates_not_calls(fused, tmp_path):
     """The stop comes at update 7 (the third in a row), inside the call of updates 5-8. The
     call of 9-12 was sent before that call was read (the loop runs one call ahead), and its
     input state was donated to it: the checkpoint is its end, and every row up to it is
     logged, so the checkpoint and metrics.jsonl agree."""
-    config = _config(tmp_path, total_env_steps=T * B * 40, max_nonfinite_updates=3,
-                     checkpoint_keep=1)
+    config = fused(total_env_steps=T * B * 40, max_nonfinite_updates=3,
+                   checkpoint_keep=1)
     with pytest.raises(NonFiniteError, match=r"3 non-finite updates in a row .*stopped at env "
                                              r"step 448\. Checkpoint of the last good learner "
                                              r"state \(update 12, env step 768\): "
@@ -120,13 +121,13 @@ def test_call_pace_fits_calls_to_the_target_from_the_last_call():
 
 
 @pytest.mark.parametrize("target_s", [1e-9, 1e9])
-def test_paced_calls_learn_exactly_what_one_update_per_call_learns(tmp_path, target_s):
+def test_paced_calls_learn_exactly_what_one_update_per_call_learns(fused, tmp_path, target_s):
     """The call lengths depend on the clock; the updates must not."""
     steps = T * B * 7
-    one = train.run(_config(tmp_path / "one", total_env_steps=steps, updates_per_call=1,
-                            checkpoint_keep=0))
-    paced = train.run(_config(tmp_path / "paced", total_env_steps=steps, checkpoint_keep=0,
-                              call_target_s=target_s))
+    one = train.run(fused(under="one", total_env_steps=steps, updates_per_call=1,
+                          checkpoint_keep=0))
+    paced = train.run(fused(under="paced", total_env_steps=steps, checkpoint_keep=0,
+                            call_target_s=target_s))
     assert paced.updates == one.updates == 7
     np.testing.assert_allclose(
         np.concatenate([np.ravel(x) for x in jax.tree.leaves(paced.learner_state.params)]),
@@ -138,17 +139,18 @@ def test_paced_calls_learn_exactly_what_one_update_per_call_learns(tmp_path, tar
         [r["loss/total"] for r in rows_one], rel=1e-5, abs=1e-6)
 
 
-def test_running_ahead_learns_exactly_what_the_loop_learns_when_it_reads_every_call(tmp_path):
+def test_running_ahead_learns_exactly_what_the_loop_learns_when_it_reads_every_call(fused,
+                                                                                    tmp_path):
     """Without a hook the loop sends each call before reading the one in flight; a plain
     on_update hook wants every call's state, so the loop then reads each call first. The
     updates, the final state and the rows are the same either way."""
     steps = T * B * 6
     seen = []
-    read_first = train.run(_config(tmp_path / "read", total_env_steps=steps,
-                                   updates_per_call=1, checkpoint_keep=0),
+    read_first = train.run(fused(under="read", total_env_steps=steps,
+                                 updates_per_call=1, checkpoint_keep=0),
                            on_update=lambda update, env_steps, state: seen.append(update))
-    ahead = train.run(_config(tmp_path / "ahead", total_env_steps=steps, updates_per_call=1,
-                              checkpoint_keep=0))
+    ahead = train.run(fused(under="ahead", total_env_steps=steps, updates_per_call=1,
+                            checkpoint_keep=0))
     assert seen == [1, 2, 3, 4, 5, 6] and ahead.updates == 6
     for a, b in zip(*(jax.tree.leaves(r.learner_state) for r in (ahead, read_first))):
         if jax.dtypes.issubdtype(a.dtype, jax.dtypes.prng_key):
@@ -160,12 +162,12 @@ def test_running_ahead_learns_exactly_what_the_loop_learns_when_it_reads_every_c
                                                           rel=1e-5, abs=1e-6), key
 
 
-def test_a_timed_checkpoint_is_taken_at_a_call_the_loop_read_first(tmp_path):
+def test_a_timed_checkpoint_is_taken_at_a_call_the_loop_read_first(fused, tmp_path):
     """A checkpoint due by time needs the state of the call that ends when it is due: the loop
     then reads that call before sending the next. Due at every call here: each call's end
     (calls of 4) is saved, none is skipped by running ahead."""
-    train.run(_config(tmp_path, total_env_steps=T * B * 12, checkpoint_every_minutes=1e-9,
-                      checkpoint_every_updates=0, checkpoint_keep=10))
+    train.run(fused(total_env_steps=T * B * 12, checkpoint_every_minutes=1e-9,
+                    checkpoint_every_updates=0, checkpoint_keep=10))
     saved = sorted(int(p.name) for p in (tmp_path / "run" / "checkpoints").iterdir()
                    if p.name.isdigit())
     assert saved == [4, 8, 12]

@@ -10,17 +10,17 @@ import pytest
 from agents import evaluation as players
 from podracer.validation import ConfigError
 from tests.fakes import wide_head
-from tests.helpers import IMPALA_640, build_agent, classic_config
+from tests.helpers import IMPALA_640, build_agent
 
 
-def _agent(tmp_path, name: str):
-    config = classic_config(tmp_path, agent_name=name)
+def _agent(make_config, name: str):
+    config = make_config(agent_name=name)
     network, agent, obs = build_agent(config, num_envs=3)
     return config, network, agent, obs, agent.actor_params(agent.init(jax.random.key(0), obs))
 
 
-def test_greedy_play_uses_the_agents_own_network(tmp_path):
-    _, network, agent, obs, ap = _agent(tmp_path, wide_head.AGENT)
+def test_greedy_play_uses_the_agents_own_network(impala_classic_config):
+    _, network, agent, obs, ap = _agent(impala_classic_config, wide_head.AGENT)
     assert agent.greedy_step is not None
     player = players.eval_player("greedy", network, agent, ap, obs)  # traced here: no error
     action = player.actor(ap, 3).act(obs, jax.random.key(0))
@@ -32,8 +32,8 @@ def test_greedy_play_uses_the_agents_own_network(tmp_path):
         network.apply(ap.params, obs)
 
 
-def test_greedy_play_of_the_config_network_is_refused_up_front(tmp_path):
-    _, network, agent, obs, ap = _agent(tmp_path, wide_head.AGENT_NO_GREEDY)
+def test_greedy_play_of_the_config_network_is_refused_up_front(impala_classic_config):
+    _, network, agent, obs, ap = _agent(impala_classic_config, wide_head.AGENT_NO_GREEDY)
     with pytest.raises(players.EvalPolicyError) as e:
         players.eval_player("greedy", network, agent, ap, obs)
     message = str(e.value)
@@ -55,15 +55,15 @@ class _Started(Exception):
 @pytest.mark.parametrize("name,policy,ok", [(wide_head.AGENT, "greedy", True),
                                             (wide_head.AGENT_NO_GREEDY, "greedy", False),
                                             (wide_head.AGENT_NO_GREEDY, "sample", True)])
-def test_a_run_checks_its_eval_policy_before_training_starts(tmp_path, monkeypatch, name,
-                                                             policy, ok):
+def test_a_run_checks_its_eval_policy_before_training_starts(impala_classic_config, monkeypatch,
+                                                             name, policy, ok):
     def train(*args, **kwargs):
         raise _Started()
     # The runner the Sebulba driver hands the run to (after every start check).
     monkeypatch.setattr(importlib.import_module("sebulba.runner"), "train", train)
     from experiments import train as entry
-    config = classic_config(tmp_path, agent_name=name, eval_every_updates=5,
-                            eval_policy=policy, checkpoint_keep=0)
+    config = impala_classic_config(agent_name=name, eval_every_updates=5,
+                                   eval_policy=policy, checkpoint_keep=0)
     if ok:
         with pytest.raises(_Started):
             entry.run(config)

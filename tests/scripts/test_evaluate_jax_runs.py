@@ -122,10 +122,9 @@ def test_a_population_without_a_member_lists_the_members(population_run, capsys)
 
 
 def test_the_population_refusal_of_periodic_evaluation_names_a_command_that_works(
-        population_run, tmp_path):
+        population_run, ppo_gymnax_config, tmp_path):
     with pytest.raises(ConfigError) as error:
-        train.run(quiet_config(ppo_gymnax.get_config(), tmp_path / "r", num_seeds=2,
-                               eval_every_updates=5))
+        train.run(ppo_gymnax_config(num_seeds=2, eval_every_updates=5))
     command = re.search(r"`python -m (scripts.evaluate) (\S+) --member I`", str(error.value))
     assert command is not None, error.value
     args = [population_run if a == "<run_dir>" else a for a in command.group(2).split()]

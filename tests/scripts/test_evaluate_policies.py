@@ -14,7 +14,7 @@ from scripts import evaluate
 from sebulba import registry
 from experiments.wiring import user_modules
 from tests.fakes import wide_head
-from tests.helpers import (build_agent, classic_config, quiet_config, save_state,
+from tests.helpers import (build_agent, quiet_config, save_state,
                            write_user_env_module)
 
 
@@ -50,12 +50,12 @@ def test_greedy_gaussian_policy_uses_the_mean_and_the_observation_statistics(tmp
     assert report["episodes"] == 2 and report["length_mean"] == 200  # Pendulum's time limit
 
 
-def test_import_flag_loads_a_user_registered_env(tmp_path, capsys):
+def test_import_flag_loads_a_user_registered_env(impala_classic_config, tmp_path, capsys):
     module = tmp_path / "user_envs.py"
     write_user_env_module(module, "UserCartPole-test-v0")
     user_modules.import_modules([str(module)])
     try:
-        config = classic_config(tmp_path, **{"env.name": "UserCartPole-test-v0"})
+        config = impala_classic_config(**{"env.name": "UserCartPole-test-v0"})
         network, agent, obs = build_agent(config, num_envs=2)
         _save(config, agent.init(jax.random.key(0), obs), tmp_path / "run" / "checkpoints")
     finally:
@@ -73,13 +73,14 @@ def test_import_flag_loads_a_user_registered_env(tmp_path, capsys):
     assert report["env"] == "UserCartPole-test-v0" and report["episodes"] == 3
 
 
-def test_an_agent_with_its_own_head_plays_greedily_or_is_refused_in_one_line(tmp_path, capsys):
+def test_an_agent_with_its_own_head_plays_greedily_or_is_refused_in_one_line(
+        impala_classic_config, tmp_path, capsys):
     """docs/howto_network.md's different head: greedy play is the agent's own greedy_step;
     an agent without one is refused before any game (the config's network does not fit it),
     in one line naming the way out, and samples instead."""
     runs = {}
     for name in (wide_head.AGENT, wide_head.AGENT_NO_GREEDY):
-        config = classic_config(tmp_path / name, agent_name=name)
+        config = impala_classic_config(under=name, agent_name=name)
         _, agent, obs = build_agent(config)
         save_state(tmp_path / name / "run" / "checkpoints", agent.init(jax.random.key(0), obs),
                    name, json.loads(config.to_json()))

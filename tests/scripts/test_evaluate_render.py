@@ -8,7 +8,7 @@ import pytest
 from experiments import impala_atari
 from experiments.configs import impala_atari as atari_cfg
 from scripts import evaluate, render
-from tests.helpers import build_agent, classic_config, quiet_config, save_state
+from tests.helpers import build_agent, quiet_config, save_state
 
 
 def _save_untrained(config, directory: str, experiment: str = "impala",
@@ -20,10 +20,10 @@ def _save_untrained(config, directory: str, experiment: str = "impala",
                saved or json.loads(config.to_json()))
 
 
-def test_evaluate_rebuilds_a_checkpoint_of_an_older_or_resumed_run(tmp_path):
+def test_evaluate_rebuilds_a_checkpoint_of_an_older_or_resumed_run(impala_classic_config, tmp_path):
     """A config saved before `agent_name` existed names its agent by the checkpoint's
     experiment; the training run's resume source (rotated away since) is not needed."""
-    config = classic_config(tmp_path)
+    config = impala_classic_config()
     saved = json.loads(config.to_json())
     del saved["agent_name"]
     saved["resume"] = str(tmp_path / "gone" / "checkpoints" / "7")
@@ -40,9 +40,9 @@ def test_evaluate_rebuilds_a_checkpoint_of_an_older_or_resumed_run(tmp_path):
         evaluate.load_policy(str(tmp_path / "mine"))
 
 
-def test_evaluate_trained_cartpole_beats_untrained(tmp_path):
+def test_evaluate_trained_cartpole_beats_untrained(impala_classic_config, tmp_path):
     # ~150k steps: the 100-game training mean (sampled actions) passes ~150 by then.
-    config = classic_config(tmp_path, total_env_steps=150_000)
+    config = impala_classic_config(total_env_steps=150_000)
     impala_atari.run(config)
     out = tmp_path / "eval.json"
     report = evaluate.main([config.run_dir, "--episodes", "10", "--output", str(out)])

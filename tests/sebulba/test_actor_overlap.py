@@ -29,7 +29,7 @@ from sebulba.actor import ActorThread
 from podracer.agent import Agent
 from sebulba.envs import EnvConfig, make_env
 from sebulba.pipeline import Lifetime, ParamsSource
-from tests.helpers import classic_config, first_rollouts, run_actor
+from tests.helpers import first_rollouts, run_actor
 from tests.fakes.clock_env import ClockEnv
 
 
@@ -234,12 +234,12 @@ def test_actor_threads_share_one_compiled_policy():
     assert traces == [(4, 4)], traces  # 3 threads, one device, one shape: one trace
 
 
-def test_runtime_trains_with_overlapped_actors(tmp_path):
+def test_runtime_trains_with_overlapped_actors(impala_classic_config):
     """The runner hands RuntimeConfig.actor_overlap and the sized env factory to its actors:
     a CartPole run with half-pools counts every step and episode."""
     from experiments import impala_atari
-    config = classic_config(tmp_path, num_actor_threads=2, num_envs=12, unroll_length=8,
-                            total_env_steps=12 * 8 * 12, actor_overlap="on")
+    config = impala_classic_config(num_actor_threads=2, num_envs=12, unroll_length=8,
+                                   total_env_steps=12 * 8 * 12, actor_overlap="on")
     result = impala_atari.run(config)
     assert result.updates == 12 and result.env_steps == 12 * 96
     assert result.last_metrics["episode/count"] > 0

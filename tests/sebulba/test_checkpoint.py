@@ -76,7 +76,7 @@ def first_run(tmp_path_factory):
     return config.run_dir, impala_atari.run(config)
 
 
-def test_resume_restores_state_and_continues_the_run(first_run, tmp_path):
+def test_resume_restores_state_and_continues_the_run(first_run, impala_classic_config):
     run_dir, result = first_run
     assert result.checkpoint.endswith("checkpoints/8")
     saved = restore_run(run_dir)
@@ -90,7 +90,7 @@ def test_resume_restores_state_and_continues_the_run(first_run, tmp_path):
     with open(f"{run_dir}/metrics.jsonl", "a") as f:
         f.write(json.dumps({"step": 99_999, "time": 0.0}) + "\n")
 
-    config = classic_config(tmp_path, run_dir="", resume=run_dir, total_env_steps=4096)
+    config = impala_classic_config(run_dir="", resume=run_dir, total_env_steps=4096)
     resumed = impala_atari.run(config)  # continues in the checkpoint's run dir
     assert (resumed.env_steps, resumed.updates) == (4096, 16)
     assert int(resumed.learner_state.update) == 16
@@ -106,10 +106,10 @@ def test_resume_restores_state_and_continues_the_run(first_run, tmp_path):
     assert checkpoint.list_steps(f"{run_dir}/checkpoints") == [8, 16]
 
 
-def test_resume_with_another_network_fails_clearly(first_run, tmp_path):
+def test_resume_with_another_network_fails_clearly(first_run, impala_classic_config):
     run_dir, _ = first_run
-    config = classic_config(tmp_path, run_dir="", resume=run_dir, total_env_steps=8192,
-                            **{"network.mlp_hidden_sizes": (32, 32)})
+    config = impala_classic_config(run_dir="", resume=run_dir, total_env_steps=8192,
+                                   **{"network.mlp_hidden_sizes": (32, 32)})
     with pytest.raises(ValueError) as e:
         impala_atari.run(config)
     msg = str(e.value)
@@ -117,12 +117,12 @@ def test_resume_with_another_network_fails_clearly(first_run, tmp_path):
     assert "network.mlp_hidden_sizes: [64, 64] -> [32, 32]" in msg
 
 
-def test_resume_from_an_older_checkpoint_into_the_same_dir_fails(first_run, tmp_path):
+def test_resume_from_an_older_checkpoint_into_the_same_dir_fails(first_run, impala_classic_config):
     run_dir, _ = first_run
     steps = checkpoint.list_steps(f"{run_dir}/checkpoints")
     if len(steps) < 2:
         pytest.skip("needs the resumed run of the test above")
-    config = classic_config(tmp_path, run_dir="", resume=f"{run_dir}/checkpoints/{steps[0]}")
+    config = impala_classic_config(run_dir="", resume=f"{run_dir}/checkpoints/{steps[0]}")
     with pytest.raises(ValueError, match="has newer checkpoints"):
         impala_atari.run(config)
 
@@ -184,7 +184,8 @@ def test_damaged_checkpoints_are_named_and_resume_falls_back_to_an_intact_one(tm
     assert "all 3 checkpoint(s)" in str(e.value) and c1 in str(e.value)
 
 
-def test_resume_from_a_run_with_a_damaged_newest_checkpoint(first_run, tmp_path, capsys):
+def test_resume_from_a_run_with_a_damaged_newest_checkpoint(impala_classic_config, first_run,
+                                                            tmp_path, capsys):
     """End to end: the run resumes from the newest intact checkpoint, moves the damaged one
     aside (it saves that update number again) and finishes; an explicit damaged checkpoint
     fails before anything is built, naming it and the intact ones."""
@@ -199,15 +200,15 @@ def test_resume_from_a_run_with_a_damaged_newest_checkpoint(first_run, tmp_path,
     damaged = f"{run_dir}/checkpoints/{steps[-1] + 1}"
     _truncate(f"{damaged}/meta/metadata")
 
-    config = classic_config(tmp_path, run_dir="", resume=damaged)
+    config = impala_classic_config(run_dir="", resume=damaged)
     with pytest.raises(ConfigError) as e:
         wiring.read(config, devices=False)
     assert f"checkpoint {damaged} is damaged" in str(e.value)
     assert f"Intact checkpoints: {newest}" in str(e.value)
 
     saved = checkpoint.load_metadata(newest)
-    config = classic_config(tmp_path, run_dir="", resume=run_dir,
-                            total_env_steps=saved["env_steps"] + 512)
+    config = impala_classic_config(run_dir="", resume=run_dir,
+                                   total_env_steps=saved["env_steps"] + 512)
     capsys.readouterr()
     resumed = impala_atari.run(config)
     out = capsys.readouterr().out

@@ -7,7 +7,6 @@ import numpy as np
 
 from experiments import train
 from sebulba import adapters, registry
-from tests.helpers import classic_config
 
 EPISODE = 5
 
@@ -50,11 +49,11 @@ def make_beacon(num_envs: int, seed: int, env_config) -> adapters.GymnasiumVecto
 registry.register_env("Beacon-test-v0", make_beacon)
 
 
-def test_registered_gymnasium_env_trains_on_two_learners(tmp_path):
+def test_registered_gymnasium_env_trains_on_two_learners(impala_classic_config):
     # impala_classic has no agent_name: experiments/train.py infers IMPALA from its fields.
-    config = classic_config(tmp_path, actor_device_ids=(0,), learner_device_ids=(1, 2),
-                            num_actor_threads=1, num_envs=8, unroll_length=10,
-                            total_env_steps=80 * 60, checkpoint_keep=0)
+    config = impala_classic_config(actor_device_ids=(0,), learner_device_ids=(1, 2),
+                                   num_actor_threads=1, num_envs=8, unroll_length=10,
+                                   total_env_steps=80 * 60, checkpoint_keep=0)
     config.env.name = "Beacon-test-v0"
     config.network.mlp_hidden_sizes = (32,)
     config.agent.learning_rate = 5e-3  # few updates: learn fast

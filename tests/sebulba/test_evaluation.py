@@ -16,12 +16,12 @@ from podracer.evaluation import PeriodicEvaluator
 from podracer.signals import StopOnSignal
 from sebulba.envs import TimeStep
 from sebulba.evaluation import play as host_play
-from tests.helpers import classic_config, read_metrics
+from tests.helpers import read_metrics
 
 
-def test_training_logs_periodic_greedy_evaluations_and_a_final_one(tmp_path):
-    config = classic_config(tmp_path, total_env_steps=40_000, eval_every_updates=40,
-                            eval_episodes=6, eval_num_envs=3)
+def test_training_logs_periodic_greedy_evaluations_and_a_final_one(impala_classic_config, tmp_path):
+    config = impala_classic_config(total_env_steps=40_000, eval_every_updates=40,
+                                   eval_episodes=6, eval_num_envs=3)
     impala_atari.run(config)  # 256 steps per update: 156 updates, evaluations at 40, 80, 120
     rows = read_metrics(tmp_path / "run")
     evals = [r for r in rows if "eval/return_mean" in r]

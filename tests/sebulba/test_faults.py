@@ -22,17 +22,18 @@ from experiments import impala_atari
 from sebulba.env_guard import EnvFault
 from podracer.finite import NonFiniteError
 from sebulba.pipeline import Lifetime, ParamsSource, Stopped
-from tests.helpers import agent_with, classic_config, restore_run
+from tests.helpers import agent_with, restore_run
 from tests.fakes.faulty_env import faulty
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def _small(tmp_path, **overrides):
+@pytest.fixture
+def small(impala_classic_config):
     """One actor thread of 4 CartPole envs, 8 steps per rollout, learner on device 0."""
     base = dict(num_actor_threads=1, num_envs=4, unroll_length=8, total_env_steps=32 * 30,
                 join_timeout_s=5.0)
-    return classic_config(tmp_path, **{**base, **overrides})
+    return lambda under="", **overrides: impala_classic_config(under, **{**base, **overrides})
 
 
 def _run(config, **kwargs):
@@ -51,24 +52,23 @@ ENV_FAULTS = [  # (fault, at step, env index, message regex)
 
 @pytest.mark.parametrize("fault, at_step, env_index, match", ENV_FAULTS,
                          ids=[f[0] for f in ENV_FAULTS])
-def test_env_fault_stops_run_naming_env_and_step(tmp_path, fault, at_step, env_index,
-                                                 match):
+def test_env_fault_stops_run_naming_env_and_step(small, fault, at_step, env_index, match):
     start = time.time()
     with pytest.raises(RuntimeError, match=r"thread 'actor-0' failed") as info:
-        _run(_small(tmp_path), wrap_env=faulty(fault, at_step, env_index))
+        _run(small(), wrap_env=faulty(fault, at_step, env_index))
     assert time.time() - start < 60
     cause = info.value.__cause__
     assert isinstance(cause, EnvFault) and re.search(match, str(cause)), cause
 
 
-def test_env_restart_recovers_then_gives_up(tmp_path, capsys):
+def test_env_restart_recovers_then_gives_up(small, capsys):
     # One faulty pool, one restart allowed: the rebuilt pool trains to the end.
-    config = _small(tmp_path, restart_envs_on_error=True, max_env_restarts=1)
+    config = small(restart_envs_on_error=True, max_env_restarts=1)
     result = _run(config, wrap_env=faulty("raise", 5, pools=1))
     assert result.env_steps >= config.total_env_steps
     assert "Rebuilding actor-0's envs (restart 1/1)" in capsys.readouterr().out
     # Every pool faulty: gives up after the allowed restarts, naming the cap.
-    config = _small(tmp_path / "again", restart_envs_on_error=True, max_env_restarts=1)
+    config = small(under="again", restart_envs_on_error=True, max_env_restarts=1)
     with pytest.raises(RuntimeError, match=r"Gave up after 1 env restart\(s\) "
                                            r"\(max_env_restarts=1\)"):
         _run(config, wrap_env=faulty("nan_obs", 5))
@@ -88,8 +88,9 @@ def _nan_after(update: int):
     return agent_with(transform)
 
 
-def test_nonfinite_updates_are_skipped_then_stop_with_last_good_checkpoint(tmp_path, capsys):
-    config = _small(tmp_path, max_nonfinite_updates=3, total_env_steps=32 * 1000)
+def test_nonfinite_updates_are_skipped_then_stop_with_last_good_checkpoint(small, tmp_path,
+                                                                           capsys):
+    config = small(max_nonfinite_updates=3, total_env_steps=32 * 1000)
     start = time.time()
     with pytest.raises(NonFiniteError, match=r"3 non-finite updates in a row "
                                              r"\(max_nonfinite_updates=3; last: loss/total\)"
@@ -109,10 +110,10 @@ def test_nonfinite_updates_are_skipped_then_stop_with_last_good_checkpoint(tmp_p
     assert all(np.isfinite(x).all() for x in jax.tree.leaves(saved.learner_state.params))
 
 
-def test_single_nonfinite_update_is_skipped_and_training_goes_on(tmp_path, capsys):
+def test_single_nonfinite_update_is_skipped_and_training_goes_on(small, capsys):
     # Unclipped gradients: the overflowing value loss then poisons Adam's moments (the guard
     # decides on the new state; clipping an infinite norm would only zero the step).
-    config = _small(tmp_path, total_env_steps=32 * 20, **{"agent.max_grad_norm": 0.0})
+    config = small(total_env_steps=32 * 20, **{"agent.max_grad_norm": 0.0})
     result = _run(config, wrap_env=faulty("huge_reward", 20, pools=1))  # in the 3rd rollout
     assert result.env_steps == 32 * 20
     assert result.last_metrics["nonfinite/total"] == 1.0

@@ -3,13 +3,13 @@ import jax
 import numpy as np
 
 from experiments import impala_atari
-from tests.helpers import classic_config, read_metrics
+from tests.helpers import read_metrics
 
 
-def test_runtime_end_to_end_two_learners(tmp_path):
-    config = classic_config(tmp_path, actor_device_ids=(0,), learner_device_ids=(1, 2),
-                            num_actor_threads=2, num_envs=8, unroll_length=8,
-                            total_env_steps=64 * 40)
+def test_runtime_end_to_end_two_learners(impala_classic_config, tmp_path):
+    config = impala_classic_config(actor_device_ids=(0,), learner_device_ids=(1, 2),
+                                   num_actor_threads=2, num_envs=8, unroll_length=8,
+                                   total_env_steps=64 * 40)
     result = impala_atari.run(config)
     steps_per_update = 8 * 8  # num_envs per process (2 threads x 4) x T
     assert result.updates == 40

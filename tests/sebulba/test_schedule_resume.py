@@ -10,7 +10,7 @@ import numpy as np
 from agents import schedules
 from experiments import impala_atari
 from podracer import checkpoint
-from tests.helpers import classic_config, read_metrics
+from tests.helpers import read_metrics
 
 
 def _run(config, **kwargs):
@@ -22,10 +22,10 @@ def _rates(run_dir) -> dict[int, float]:
     return {line["step"]: line["optim/learning_rate"] for line in lines}
 
 
-def test_announced_update_count_is_run_and_the_last_rate_is_positive(tmp_path, capsys):
+def test_announced_update_count_is_run_and_the_last_rate_is_positive(impala_classic_config, capsys):
     # 1000 steps at 256 per update: 3 whole updates (768 steps); it used to run a 4th at a
     # negative rate (-2.98e-11) and print a negative ETA.
-    config = classic_config(tmp_path, total_env_steps=1000)
+    config = impala_classic_config(total_env_steps=1000)
     result = _run(config)
     out = capsys.readouterr().out
     assert "(3 updates of 256 steps)" in out
@@ -46,24 +46,24 @@ def _stop_after(update: int):
     return on_update
 
 
-def test_resume_keeps_or_restretches_the_learning_rate_schedule(tmp_path):
-    whole = classic_config(tmp_path / "whole", total_env_steps=4096)  # 16 updates
+def test_resume_keeps_or_restretches_the_learning_rate_schedule(impala_classic_config):
+    whole = impala_classic_config(under="whole", total_env_steps=4096)  # 16 updates
     _run(whole)
     reference = _rates(whole.run_dir)
 
     # Split into two sessions, same total: the very same rates, bit for bit.
-    split = classic_config(tmp_path / "split", total_env_steps=4096)
+    split = impala_classic_config(under="split", total_env_steps=4096)
     first = _run(split, on_update=_stop_after(8))
     assert (first.stopped_by, first.updates) == ("SIGTERM", 8)
-    resumed = classic_config(tmp_path / "split", total_env_steps=4096, resume=split.run_dir)
+    resumed = impala_classic_config(under="split", total_env_steps=4096, resume=split.run_dir)
     assert _run(resumed).updates == 16
     assert _rates(split.run_dir) == reference
 
     # A finished 8-update run extended to 16: from the last rate (lr / 8), linearly to 0 at
     # update 16; it used to jump to lr * (1 - 8/16) = lr / 2.
-    short = classic_config(tmp_path / "short", total_env_steps=2048)
+    short = impala_classic_config(under="short", total_env_steps=2048)
     _run(short)
-    longer = classic_config(tmp_path / "short", total_env_steps=4096, resume=short.run_dir)
+    longer = impala_classic_config(under="short", total_env_steps=4096, resume=short.run_dir)
     result = _run(longer)
     rates = [r for _, r in sorted(_rates(short.run_dir).items())]
     assert len(rates) == 16

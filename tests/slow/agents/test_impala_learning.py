@@ -8,11 +8,10 @@ measured, within 64k-212k steps; its former settings failed ~1 run in 10, once i
 """
 
 from experiments import impala_atari
-from tests.helpers import classic_config
 
 
-def test_impala_learns_cartpole(tmp_path):
-    config = classic_config(tmp_path, total_env_steps=1_000_000, stop_at_return=400.0, seed=0)
+def test_impala_learns_cartpole(impala_classic_config):
+    config = impala_classic_config(total_env_steps=1_000_000, stop_at_return=400.0, seed=0)
     result = impala_atari.run(config)
     best = result.episode_summary["episode/return_best_mean"]
     print("IMPALA CartPole:", result.episode_summary)

@@ -11,7 +11,6 @@ import pytest
 
 from experiments import train
 from tests.fakes import memory_env
-from tests.helpers import classic_config
 
 
 # Mean return of the last 100 games. Feed-forward: 0.5. With the core state reset at every
@@ -20,23 +19,27 @@ from tests.helpers import classic_config
 THRESHOLD = 0.9
 
 
-def _config(tmp_path, agent: str, lstm_size: int, steps: int, **agent_overrides):
-    config = classic_config(tmp_path, actor_device_ids=(0,), learner_device_ids=(1, 2),
-                            num_actor_threads=1, num_envs=16, unroll_length=8,
-                            total_env_steps=steps, checkpoint_keep=0)
-    if agent == "ppo":
-        from experiments.configs import ppo_classic
-        ppo_config = ppo_classic.get_config()
-        config.agent = ppo_config.agent
-        config.agent_name = "ppo"
-        config.synchronous = agent_overrides.pop("synchronous", False)
-    config.env.name = memory_env.NAME
-    config.env.options = {"delay": 2}
-    config.network.mlp_hidden_sizes = (32,)
-    config.network.lstm_size = lstm_size
-    for k, v in agent_overrides.items():
-        config.agent[k] = v
-    return config
+@pytest.fixture
+def memory_config(impala_classic_config):
+    """`memory_config(agent, lstm_size, steps, **agent_overrides)`: CueRecall for `agent`
+    ("impala" or "ppo"), 1 actor device and 2 learner devices."""
+    def make(agent: str, lstm_size: int, steps: int, **agent_overrides):
+        config = impala_classic_config(actor_device_ids=(0,), learner_device_ids=(1, 2),
+                                       num_actor_threads=1, num_envs=16, unroll_length=8,
+                                       total_env_steps=steps, checkpoint_keep=0)
+        if agent == "ppo":
+            from experiments.configs import ppo_classic
+            config.agent = ppo_classic.get_config().agent
+            config.agent_name = "ppo"
+            config.synchronous = agent_overrides.pop("synchronous", False)
+        config.env.name = memory_env.NAME
+        config.env.options = {"delay": 2}
+        config.network.mlp_hidden_sizes = (32,)
+        config.network.lstm_size = lstm_size
+        for k, v in agent_overrides.items():
+            config.agent[k] = v
+        return config
+    return make
 
 
 def _train(config) -> dict:
@@ -45,8 +48,8 @@ def _train(config) -> dict:
     return train.run(config).episode_summary
 
 
-def test_lstm_impala_recalls_the_cue_and_its_checkpoint_evaluates(tmp_path):
-    config = _config(tmp_path, "impala", lstm_size=32, steps=60_000)
+def test_lstm_impala_recalls_the_cue_and_its_checkpoint_evaluates(memory_config):
+    config = memory_config("impala", lstm_size=32, steps=60_000)
     config.checkpoint_keep = 1  # the final checkpoint, for scripts/evaluate.py
     summary = _train(config)
     assert summary["episode/return_mean"] >= THRESHOLD, summary
@@ -62,15 +65,14 @@ def test_lstm_impala_recalls_the_cue_and_its_checkpoint_evaluates(tmp_path):
 
 
 @pytest.mark.parametrize("synchronous", [False, True], ids=["async_vtrace", "sync_gae"])
-def test_lstm_ppo_recalls_the_cue(tmp_path, synchronous):
-    summary = _train(_config(tmp_path, "ppo", lstm_size=32, steps=40_000,
-                             synchronous=synchronous))
+def test_lstm_ppo_recalls_the_cue(memory_config, synchronous):
+    summary = _train(memory_config("ppo", lstm_size=32, steps=40_000, synchronous=synchronous))
     assert summary["episode/return_mean"] >= THRESHOLD, summary
 
 
-def test_feed_forward_impala_cannot(tmp_path):
+def test_feed_forward_impala_cannot(memory_config):
     """The same agent without the core stays at chance (0.5; 100-game means have std 0.05),
     so the task really needs memory."""
-    summary = _train(_config(tmp_path, "impala", lstm_size=0, steps=20_000))
+    summary = _train(memory_config("impala", lstm_size=0, steps=20_000))
     assert summary["episode/count"] > 3_000
     assert summary["episode/return_best_mean"] < 0.75, summary

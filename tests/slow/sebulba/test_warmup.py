@@ -5,8 +5,6 @@ import logging
 import jax
 import pytest
 
-from tests.helpers import classic_config
-
 
 LEARNER = "Finished XLA compilation of jit(per_device)"  # sebulba/learner.py's program
 POLICY = "Finished XLA compilation of jit(_policy_step)"
@@ -43,7 +41,8 @@ def compiles():
     ("impala", {"learner_device_ids": (1, 2), "network.lstm_size": 8}),
     ("ppo", {"num_actor_threads": 2}),
 ])
-def test_learner_compiles_once_in_the_background(tmp_path, compiles, capsys, algo, overrides):
+def test_learner_compiles_once_in_the_background(impala_classic_config, tmp_path, compiles, capsys,
+                                                 algo, overrides):
     if algo == "ppo":
         from experiments import ppo_atari as experiment
         from experiments.configs import ppo_classic
@@ -53,7 +52,7 @@ def test_learner_compiles_once_in_the_background(tmp_path, compiles, capsys, alg
             config[key] = value
     else:
         from experiments import impala_atari as experiment
-        config = classic_config(tmp_path, **overrides)
+        config = impala_classic_config(**overrides)
     config.total_env_steps = 3 * experiment_steps(config)
     config.compilation_cache_dir = ""  # compile for real: a cache hit would prove nothing
     config.checkpoint_keep = 0

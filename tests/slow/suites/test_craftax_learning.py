@@ -7,9 +7,7 @@ pytest.importorskip("craftax", reason="the craftax extra is not installed: "
 
 from anakin import envs  # noqa: E402
 from experiments import train  # noqa: E402
-from experiments.configs import ppo_gymnax  # noqa: E402
 from tests.anakin.suites.common import few_updates, random_return  # noqa: E402
-from tests.helpers import quiet_config  # noqa: E402
 
 
 NAME = "craftax:Craftax-Classic-Symbolic-v1"
@@ -23,7 +21,7 @@ def test_few_updates(tmp_path, runtime):
 TARGET = 3.0  # the 100-episode mean return PPO must reach (stop_at_return)
 
 
-def test_ppo_beats_random_on_classic_symbolic(tmp_path):
+def test_ppo_beats_random_on_classic_symbolic(ppo_gymnax_config):
     """PPO (experiments/configs/ppo_gymnax.py: lr 1e-3, 4 epochs x 4 minibatches) with 16 envs x
     16 steps per update on Craftax-Classic-Symbolic-v1 must reach a 100-episode mean return of
     3.0, at least one reward point above a uniformly random policy's mean return.
@@ -36,9 +34,9 @@ def test_ppo_beats_random_on_classic_symbolic(tmp_path):
     per step here: 64 x 32 ran ~120 steps/s, 16 x 16 ~330-400."""
     random = random_return(envs.make_env(NAME), num_envs=16, steps=1000)
     assert random < TARGET - 1.0, random
-    config = quiet_config(ppo_gymnax.get_config(), tmp_path / "run", num_envs=16,
-                          unroll_length=16, total_env_steps=61_440, stop_at_return=TARGET,
-                          checkpoint_keep=0, seed=0, **{"env.name": NAME})
+    config = ppo_gymnax_config(num_envs=16, unroll_length=16, total_env_steps=61_440,
+                               stop_at_return=TARGET, checkpoint_keep=0, seed=0,
+                               **{"env.name": NAME})
     result = train.run(config)
     best = result.episode_summary["episode/return_best_mean"]
     print(f"craftax PPO: random {random:.2f}; {result.env_steps} steps, best mean {best:.2f}")
