@@ -1,8 +1,10 @@
-"""The experiment command line (experiments/wiring/command_line.py), run as a user runs it: in a subprocess.
+"""The experiment command line (experiments/wiring/command_line.py), run as a user runs it.
 
 A user error prints one message naming the field, the value, what is allowed and the close
 match, exits 2 and shows no traceback unless --verbose or SEBULBA_VERBOSE=1; `--import` loads
-user modules in every entry point that takes --config.
+user modules in every entry point that takes --config. The error cases run in one
+tests/programs/command_lines.py process, each command line in a child of its own forked after
+the imports; the `--import` runs start a fresh interpreter each.
 """
 import json
 import os
@@ -23,7 +25,22 @@ def _run(script: str, *args: str, cwd: str = ROOT, timeout: int = 300, **env_var
                           cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 
 
-@pytest.mark.parametrize("args, expected", [
+def _run_many(cases: list[dict], folder) -> list[subprocess.CompletedProcess]:
+    """Each case ({"script", "args", "env"}) run as `python experiments/SCRIPT ARGS` would run
+    it, in one tests/programs/command_lines.py process."""
+    cases_path, out_path = folder / "cases.json", folder / "results.json"
+    cases_path.write_text(json.dumps([{**c, "script": os.path.join("experiments", c["script"])}
+                                      for c in cases]))
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "programs",
+                                                        "command_lines.py"),
+                           str(cases_path), str(out_path)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=600, env=dict(os.environ, JAX_PLATFORMS="cpu"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return [subprocess.CompletedProcess(c["args"], r["returncode"], r["stdout"], r["stderr"])
+            for c, r in zip(cases, json.loads(out_path.read_text()))]
+
+
+USER_ERRORS = [
     # a misspelt field (was: AttributeError: '\'num_env\'\nDid you mean ...' and a traceback)
     (["--config.num_env=8"], ["--config.num_env=8", "'num_env' is not a field of config",
                               "Did you mean 'num_envs'", "Fields of config: "]),
@@ -43,25 +60,53 @@ def _run(script: str, *args: str, cwd: str = ROOT, timeout: int = 300, **env_var
     (["--config.resume=/no/such/run"], ["resume='/no/such/run'", "no checkpoint at"]),
     (["--import", "no_such_module_xyz"], ["--import 'no_such_module_xyz' failed"]),
     (["--improt=x"], ["Unknown command line flag 'improt'", "import"]),
-])
-def test_a_user_error_prints_one_message_and_exits_2(args, expected, tmp_path):
-    proc = _run("train.py", *([CLASSIC] if not args[0].startswith("--config=") else []),
-                *args, f"--config.run_dir={tmp_path}/run")
-    assert proc.returncode == 2, proc.stderr[-3000:]
+]
+
+
+def _error_args(args: list[str], run_dir: str) -> list[str]:
+    return [*([CLASSIC] if not args[0].startswith("--config=") else []), *args,
+            f"--config.run_dir={run_dir}"]
+
+
+@pytest.fixture(scope="module")
+def command_lines(tmp_path_factory):
+    """Every command line of this module that fails before training, run at once: {key:
+    CompletedProcess}; each user-error case writes (or not) under its own run dir."""
+    folder = tmp_path_factory.mktemp("cli")
+    cases = {f"error{i}": {"script": "train.py",
+                           "args": _error_args(args, f"{folder}/run{i}")}
+             for i, (args, _) in enumerate(USER_ERRORS)}
+    for flag, env in (("--verbose", {}), ("", {"SEBULBA_VERBOSE": "1"})):
+        for bad in ("--config.agent.learning_rate=-1", "--config.num_env=8"):
+            cases[f"verbose{flag}{env}{bad}"] = {
+                "script": "train.py", "args": [CLASSIC, bad, *([flag] if flag else [])],
+                "env": env}
+    cases["cpu_hint"] = {"script": "impala_atari.py",
+                         "args": ["--config.num_envs=0", f"--config.run_dir={folder}/hint"]}
+    results = _run_many(list(cases.values()), folder)
+    return {"folder": folder, **dict(zip(cases, results))}
+
+
+@pytest.mark.parametrize("index", range(len(USER_ERRORS)),
+                         ids=[" ".join(args) for args, _ in USER_ERRORS])
+def test_a_user_error_prints_one_message_and_exits_2(command_lines, index):
+    args, expected = USER_ERRORS[index]
+    proc = command_lines[f"error{index}"]
+    assert proc.returncode == 2, (args, proc.stderr[-3000:])
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
     assert proc.stderr.startswith("error: "), proc.stderr[-3000:]
     for text in expected:
         assert text in proc.stderr, (text, proc.stderr)
-    assert not os.path.exists(f"{tmp_path}/run")  # nothing was started
+    assert not os.path.exists(f"{command_lines['folder']}/run{index}")  # nothing was started
 
 
-def test_verbose_or_the_environment_variable_shows_the_traceback(tmp_path):
-    for args, env in ((["--verbose"], {}), ([], {"SEBULBA_VERBOSE": "1"})):
-        proc = _run("train.py", CLASSIC, "--config.agent.learning_rate=-1", *args, **env)
-        assert proc.returncode != 0 and "Traceback" in proc.stderr, (args, env)
+def test_verbose_or_the_environment_variable_shows_the_traceback(command_lines):
+    for flag, env in (("--verbose", {}), ("", {"SEBULBA_VERBOSE": "1"})):
+        proc = command_lines[f"verbose{flag}{env}--config.agent.learning_rate=-1"]
+        assert proc.returncode != 0 and "Traceback" in proc.stderr, (flag, env)
         assert "agent.learning_rate=-1.0 must be positive" in proc.stderr
-        proc = _run("train.py", CLASSIC, "--config.num_env=8", *args, **env)
-        assert proc.returncode != 0 and "Traceback" in proc.stderr, (args, env)
+        proc = command_lines[f"verbose{flag}{env}--config.num_env=8"]
+        assert proc.returncode != 0 and "Traceback" in proc.stderr, (flag, env)
 
 
 @pytest.mark.parametrize("script, how", [("train.py", "file"), ("impala_atari.py", "module")])
@@ -102,8 +147,8 @@ def test_cpu_variants_and_the_cpu_hint():
     assert "--config.network.torso=nature_cnn" in hint  # a config without a :cpu variant
 
 
-def test_the_cpu_hint_is_printed_at_start(tmp_path):
-    proc = _run("impala_atari.py", "--config.num_envs=0", f"--config.run_dir={tmp_path}/run")
+def test_the_cpu_hint_is_printed_at_start(command_lines):
+    proc = command_lines["cpu_hint"]
     assert proc.returncode == 2 and "num_envs=0" in proc.stderr
     hint = [line for line in proc.stdout.splitlines() if line.startswith("note: JAX runs on CPU")]
     assert len(hint) == 1 and "configs/impala_atari.py:cpu" in hint[0], proc.stdout
