@@ -17,15 +17,14 @@ pytest.register_assert_rewrite("tests.helpers", "tests.multihost")
 # order, as a second launch of a run does. JAX sets its cache up once per process, so a test's
 # `compilation_cache_dir=""` does not turn it off; a test that checks compiling reads JAX's
 # compile log, which names a cache hit as it does a compilation.
+# Every program is cached, however small, here and in the processes tests start (they inherit
+# the variable): a run caches only those that take 0.2 s or more to compile, but tests run
+# thousands of small ones (eager ops, tiny networks), whose compilation is most of a quick
+# test's time; read back, tests/networks/test_distributions.py runs 2.4x faster.
+os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
 from podracer import compile_cache  # noqa: E402  (after XLA_FLAGS: it imports jax)
 
 compile_cache.enable(compile_cache.DEFAULT_DIR)
-# Every program, however small: a run caches only those that take 0.2 s or more to compile,
-# but tests run thousands of small ones (eager ops, tiny networks), whose compilation is most
-# of a quick test's time; read back, tests/networks/test_distributions.py runs 2.4x faster.
-import jax  # noqa: E402
-
-jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
 
 # `import envpool` imports matplotlib, whose first import on a machine builds its font cache and
 # logs that on stderr: built here, once, a test's subprocess prints only what the run prints.

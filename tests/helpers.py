@@ -1,8 +1,8 @@
 """Shared test helpers: plain functions and constants every test module takes from here rather
 than from another test module (tests/architecture/test_test_imports.py enforces that).
 
-- `ROOT` (the repository root), quick configs (`quiet_config`, `classic_config`) and run-dir
-  readers (`read_metrics`);
+- `ROOT` (the repository root), quick configs (`quiet_config`, `classic_config`), run-dir
+  readers (`read_metrics`) and many command lines in one process (`run_command_lines`);
 - agents built from a config as the runtime builds them (`build_agent`, `save_state`,
   `restore_run`, `agent_with`), and a user env module for `--import` (`write_user_env_module`);
 - small networks and synthetic rollouts for learner tests (`ACTION_SPACES`, `small_network`,
@@ -17,6 +17,8 @@ import json
 import os
 import pathlib
 import queue
+import subprocess
+import sys
 import textwrap
 
 import jax
@@ -64,6 +66,23 @@ def read_metrics(run_dir) -> list[dict]:
     """The rows of a run's metrics.jsonl, oldest first."""
     with open(os.path.join(run_dir, "metrics.jsonl")) as f:
         return [json.loads(line) for line in f]
+
+
+def run_command_lines(cases: list[dict], folder) -> list[subprocess.CompletedProcess]:
+    """Each case ({"script": name in experiments/, "args": [...], "env": {...}}) run as
+    `python experiments/SCRIPT ARGS` would run it, each in a child of one
+    tests/programs/command_lines.py process (forked after the imports: ~3 s saved a case);
+    `folder` holds the cases and results files."""
+    cases_path, out_path = folder / "cases.json", folder / "results.json"
+    cases_path.write_text(json.dumps([{**c, "script": os.path.join("experiments", c["script"])}
+                                      for c in cases]))
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "programs",
+                                                        "command_lines.py"),
+                           str(cases_path), str(out_path)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=600, env=dict(os.environ, JAX_PLATFORMS="cpu"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return [subprocess.CompletedProcess(c["args"], r["returncode"], r["stdout"], r["stderr"])
+            for c, r in zip(cases, json.loads(out_path.read_text()))]
 
 
 # --- agents built from a config ----------------------------------------------------------------

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from tests.helpers import ROOT, write_user_env_module
+from tests.helpers import ROOT, run_command_lines, write_user_env_module
 
 CLASSIC = "--config=experiments/configs/impala_classic.py"
 
@@ -23,21 +23,6 @@ def _run(script: str, *args: str, cwd: str = ROOT, timeout: int = 300, **env_var
     env.pop("SEBULBA_VERBOSE", None) if "SEBULBA_VERBOSE" not in env_vars else None
     return subprocess.run([sys.executable, os.path.join(ROOT, "experiments", script), *args],
                           cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
-
-
-def _run_many(cases: list[dict], folder) -> list[subprocess.CompletedProcess]:
-    """Each case ({"script", "args", "env"}) run as `python experiments/SCRIPT ARGS` would run
-    it, in one tests/programs/command_lines.py process."""
-    cases_path, out_path = folder / "cases.json", folder / "results.json"
-    cases_path.write_text(json.dumps([{**c, "script": os.path.join("experiments", c["script"])}
-                                      for c in cases]))
-    proc = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "programs",
-                                                        "command_lines.py"),
-                           str(cases_path), str(out_path)], cwd=ROOT, capture_output=True,
-                          text=True, timeout=600, env=dict(os.environ, JAX_PLATFORMS="cpu"))
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return [subprocess.CompletedProcess(c["args"], r["returncode"], r["stdout"], r["stderr"])
-            for c, r in zip(cases, json.loads(out_path.read_text()))]
 
 
 USER_ERRORS = [
@@ -83,7 +68,10 @@ def command_lines(tmp_path_factory):
                 "env": env}
     cases["cpu_hint"] = {"script": "impala_atari.py",
                          "args": ["--config.num_envs=0", f"--config.run_dir={folder}/hint"]}
-    results = _run_many(list(cases.values()), folder)
+    for script in ("train.py", "impala_atari.py"):  # the user env unknown without --import
+        cases[f"no_import_{script}"] = {"script": script,
+                                        "args": _user_env_args(f"{folder}/no_import")}
+    results = run_command_lines(list(cases.values()), folder)
     return {"folder": folder, **dict(zip(cases, results))}
 
 
@@ -109,17 +97,23 @@ def test_verbose_or_the_environment_variable_shows_the_traceback(command_lines):
         assert proc.returncode != 0 and "Traceback" in proc.stderr, (flag, env)
 
 
+def _user_env_args(run_dir: str) -> list[str]:
+    return [f"--config={ROOT}/experiments/configs/impala_classic.py",
+            "--config.env.name=UserCartPole-cli-v0", "--config.total_env_steps=512",
+            f"--config.run_dir={run_dir}", "--config.console_every_s=1e9"]
+
+
 @pytest.mark.parametrize("script, how", [("train.py", "file"), ("impala_atari.py", "module")])
-def test_import_flag_registers_a_user_env_for_training(script, how, tmp_path):
-    """Was: `Unknown command line flag 'import'` (README: the scripts take --import)."""
+def test_import_flag_registers_a_user_env_for_training(command_lines, script, how, tmp_path):
+    """Was: `Unknown command line flag 'import'` (README: the scripts take --import). The
+    runs with --import start a fresh interpreter in the module's folder, as a user does."""
+    proc = command_lines[f"no_import_{script}"]  # without it the env is unknown
+    assert proc.returncode == 2 and "UserCartPole-cli-v0" in proc.stderr, proc.stderr[-3000:]
+    assert not os.path.exists(f"{command_lines['folder']}/no_import")
     write_user_env_module(tmp_path / "user_envs_cli.py", "UserCartPole-cli-v0")
     module = str(tmp_path / "user_envs_cli.py") if how == "file" else "user_envs_cli"
-    args = (f"--config={ROOT}/experiments/configs/impala_classic.py",
-            "--config.env.name=UserCartPole-cli-v0", "--config.total_env_steps=512",
-            f"--config.run_dir={tmp_path}/run", "--config.console_every_s=1e9")
-    proc = _run(script, *args, cwd=str(tmp_path))  # without it the env is unknown
-    assert proc.returncode == 2 and "UserCartPole-cli-v0" in proc.stderr, proc.stderr[-3000:]
-    proc = _run(script, *args, "--import", module, cwd=str(tmp_path))
+    proc = _run(script, *_user_env_args(f"{tmp_path}/run"), "--import", module,
+                cwd=str(tmp_path))
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = json.load(open(tmp_path / "run" / "summary.json"))
     assert summary["env_steps"] == 512
