@@ -1,10 +1,12 @@
 """Shared test helpers: plain functions and constants every test module takes from here rather
 than from another test module (tests/architecture/test_test_imports.py enforces that).
 
-- `ROOT` (the repository root), quick configs (`quiet_config`, `classic_config`), run-dir
-  readers (`read_metrics`) and many command lines in one process (`run_command_lines`);
+- `ROOT` (the repository root), quick configs (`quiet_config`, `classic_config`,
+  `micro_sweep_args`), run-dir readers (`read_metrics`) and many command lines in one process
+  (`run_command_lines`);
 - agents built from a config as the runtime builds them (`build_agent`, `save_state`,
-  `restore_run`, `agent_with`), and a user env module for `--import` (`write_user_env_module`);
+  `save_untrained`, `restore_run`, `agent_with`), and a user env module for `--import`
+  (`write_user_env_module`);
 - small networks and synthetic rollouts for learner tests (`ACTION_SPACES`, `small_network`,
   `head_network`, `episode_ends`, `random_rollout`);
 - `run_actor`: one real ActorThread, started, read and stopped.
@@ -62,6 +64,16 @@ def classic_config(tmp_path, **overrides):
     return quiet_config(impala_classic.get_config(), tmp_path / "run", **overrides)
 
 
+def micro_sweep_args(out) -> list[str]:
+    """scripts/sweep.py's arguments for a 2-setting x 2-seed CartPole micro sweep into `out`
+    (the impala_classic `:debug` variant, 2,048 steps a run, 2 runs at a time)."""
+    configs = os.path.join(ROOT, "experiments", "configs")
+    return ["--experiment", os.path.join(ROOT, "experiments", "impala_atari.py"),
+            "--config", os.path.join(configs, "impala_classic.py") + ":debug",
+            "--grid", "agent.learning_rate=1e-3,5e-4", "--seeds", "0,1", "--parallel", "2",
+            "--out", str(out)]
+
+
 def read_metrics(run_dir) -> list[dict]:
     """The rows of a run's metrics.jsonl, oldest first."""
     with open(os.path.join(run_dir, "metrics.jsonl")) as f:
@@ -109,6 +121,15 @@ def save_state(directory, state, experiment: str, config: dict) -> None:
     ckpt = checkpoint.Checkpointer(str(directory), metadata={"experiment": experiment,
                                                              "config": config})
     ckpt.close(checkpoint.Progress(state, 0, 0))
+
+
+def save_untrained(config, directory: str, experiment: str = "impala",
+                   saved: dict | None = None) -> None:
+    """The freshly initialised agent of `config`, saved as a checkpoint (a baseline) whose
+    metadata holds `saved` (default: `config`) as the run's config."""
+    _, agent, obs = build_agent(config)
+    save_state(directory, agent.init(jax.random.key(0), obs), experiment,
+               saved or json.loads(config.to_json()))
 
 
 def restore_run(run_dir: str):

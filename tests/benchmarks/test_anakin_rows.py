@@ -1,6 +1,6 @@
 """benchmarks/throughput.py prints Anakin rows (benchmarks/anakin_throughput.py) beside its
-Sebulba rows, one per device count, with the Anakin / Sebulba ratios; a device count the process
-lacks is measured in a fresh process with faked CPU devices."""
+Sebulba rows, one per device count, with the Anakin / Sebulba ratios (a device count the process
+lacks is measured in a fresh process: tests/slow/benchmarks/test_anakin_subprocess_rows.py)."""
 import csv
 
 from benchmarks import anakin_throughput, throughput
@@ -24,14 +24,6 @@ def test_anakin_rows_beside_the_sebulba_rows(tmp_path, capsys):
     assert all(r["env"] == "gymnax:CartPole-v1" and r["num_envs"] == "8"
                and r["unroll_length"] == "4" and "in this process" in r["detail"]
                for r in rows), rows
-
-
-def test_a_device_count_this_process_lacks_runs_in_a_subprocess():
-    # The tests' process has 4 faked CPU devices (tests/conftest.py): 6 needs a fresh process.
-    # (--set goes along: 6 envs on 6 devices hold 1 each, too few for 4 minibatches.)
-    row = anakin_throughput.measure_on(6, num_envs=6, unroll_length=2, seconds=0.2,
-                                       sets=("agent.num_minibatches=1",), act_only=True)
-    assert row["process"] == "subprocess" and row["devices"] == 6 and row["sps"] > 0, row
 
 
 def test_episode_metrics_are_measured_inside_the_update():
