@@ -81,8 +81,8 @@ def read_metrics(run_dir) -> list[dict]:
 
 
 def run_command_lines(cases: list[dict], folder) -> list[subprocess.CompletedProcess]:
-    """Each case ({"script": name in experiments/, "args": [...], "env": {...}}) run as
-    `python experiments/SCRIPT ARGS` would run it, each in a child of one
+    """Each case ({"script": name in experiments/, "args": [...], optional "env": {...} and
+    "cwd": dir} run as `python experiments/SCRIPT ARGS` would run it, each in a child of one
     tests/programs/command_lines.py process (forked after the imports: ~3 s saved a case);
     `folder` holds the cases and results files."""
     cases_path, out_path = folder / "cases.json", folder / "results.json"

@@ -48,6 +48,10 @@ USER_ERRORS = [
 ]
 
 
+# (key, flags, environment) of the two ways to ask for the traceback of a user error
+VERBOSE = (("--verbose", ["--verbose"], {}), ("SEBULBA_VERBOSE=1", [], {"SEBULBA_VERBOSE": "1"}))
+
+
 def _error_args(args: list[str], run_dir: str) -> list[str]:
     return [*([CLASSIC] if not args[0].startswith("--config=") else []), *args,
             f"--config.run_dir={run_dir}"]
@@ -61,11 +65,10 @@ def command_lines(tmp_path_factory):
     cases = {f"error{i}": {"script": "train.py",
                            "args": _error_args(args, f"{folder}/run{i}")}
              for i, (args, _) in enumerate(USER_ERRORS)}
-    for flag, env in (("--verbose", {}), ("", {"SEBULBA_VERBOSE": "1"})):
+    for how, flag, env in VERBOSE:
         for bad in ("--config.agent.learning_rate=-1", "--config.num_env=8"):
-            cases[f"verbose{flag}{env}{bad}"] = {
-                "script": "train.py", "args": [CLASSIC, bad, *([flag] if flag else [])],
-                "env": env}
+            cases[f"{how} {bad}"] = {"script": "train.py",
+                                     "args": [CLASSIC, bad, *flag], "env": env}
     cases["cpu_hint"] = {"script": "impala_atari.py",
                          "args": ["--config.num_envs=0", f"--config.run_dir={folder}/hint"]}
     for script in ("train.py", "impala_atari.py"):  # the user env unknown without --import
@@ -89,11 +92,11 @@ def test_a_user_error_prints_one_message_and_exits_2(command_lines, index):
 
 
 def test_verbose_or_the_environment_variable_shows_the_traceback(command_lines):
-    for flag, env in (("--verbose", {}), ("", {"SEBULBA_VERBOSE": "1"})):
-        proc = command_lines[f"verbose{flag}{env}--config.agent.learning_rate=-1"]
+    for how, flag, env in VERBOSE:
+        proc = command_lines[f"{how} --config.agent.learning_rate=-1"]
         assert proc.returncode != 0 and "Traceback" in proc.stderr, (flag, env)
         assert "agent.learning_rate=-1.0 must be positive" in proc.stderr
-        proc = command_lines[f"verbose{flag}{env}--config.num_env=8"]
+        proc = command_lines[f"{how} --config.num_env=8"]
         assert proc.returncode != 0 and "Traceback" in proc.stderr, (flag, env)
 
 

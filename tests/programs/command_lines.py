@@ -1,5 +1,5 @@
 """Runs many command lines of the experiment entry points as a user runs them, each in a process
-of its own, for tests/experiments/test_cli.py.
+of its own (for tests.helpers.run_command_lines).
 
 Each command line runs in a child forked from this process once the entry points' imports are
 done, so a case costs what the command itself does, not ~3 s of imports again. This process
