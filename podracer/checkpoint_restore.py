@@ -8,7 +8,7 @@ one-line warning; from an explicit checkpoint dir it fails, listing the intact o
 from __future__ import annotations
 
 import os
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import jax
 from flax import serialization
@@ -45,13 +45,16 @@ def config_diff(saved: Mapping, current: Mapping, prefix: str = "") -> list[str]
 
 
 def restore(path: str, template: PyTree, *, experiment: str | None = None,
-            config: Mapping | None = None) -> Progress:
+            config: Mapping | None = None,
+            check: Callable[[dict], None] | None = None) -> Progress:
     """Loads the checkpoint at `path` into the structure of `template`.
 
     `template` is the learner state a fresh run would start from (arrays or ShapeDtypeStructs,
     e.g. `jax.eval_shape(agent.init, key, obs)`). Raises ValueError, naming what differs, when
     the checkpoint is from another experiment or its tree structure, shapes or dtypes differ.
     `config` (the current config as a dict) only makes the error name the config changes.
+    `check(metadata)` may refuse the checkpoint before its tree is compared (a ValueError), for
+    what fits in shape but not in meaning (e.g. a population's members in another order).
 
     Damaged checkpoints (unreadable files): for a run dir or a `checkpoints` dir, the newest
     intact one is restored, with a one-line warning naming the damaged newer ones (listed in
@@ -63,13 +66,13 @@ def restore(path: str, template: PyTree, *, experiment: str | None = None,
         resolve(path)  # raises FileNotFoundError naming what was looked for
     if is_checkpoint_dir(os.path.abspath(os.path.expanduser(path))):
         try:
-            return _restore_one(found[0], template, experiment, config)
+            return _restore_one(found[0], template, experiment, config, check)
         except DamagedCheckpointError as e:
             raise DamagedCheckpointError(e.checkpoint, e.cause, intact_siblings(found[0])) from e
     damaged: list[DamagedCheckpointError] = []
     for ckpt in found:
         try:
-            progress = _restore_one(ckpt, template, experiment, config)
+            progress = _restore_one(ckpt, template, experiment, config, check)
         except DamagedCheckpointError as e:
             damaged.append(e)
             continue
@@ -86,11 +89,13 @@ def restore(path: str, template: PyTree, *, experiment: str | None = None,
 
 
 def _restore_one(ckpt: str, template: PyTree, experiment: str | None,
-                 config: Mapping | None) -> Progress:
+                 config: Mapping | None, check: Callable[[dict], None] | None) -> Progress:
     meta = load_metadata(ckpt)
     if experiment is not None and meta.get("experiment") not in (None, experiment):
         raise ValueError(f"checkpoint {ckpt} was written by experiment "
                          f"{meta['experiment']!r}; this run is {experiment!r}.")
+    if check is not None:
+        check(meta)
     changed = [d for d in config_diff(meta.get("config", {}), config or {})
                if not d.startswith("resume:")]
     hint = ("\n  config fields changed since the checkpoint: " + "; ".join(changed)

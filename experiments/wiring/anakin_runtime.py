@@ -54,9 +54,9 @@ class AnakinRuntime:
                               f"scripts.evaluate <run_dir> --member I` (I in 0.."
                               f"{len(population) - 1}; <run_dir>/members/ lists them).")
         if len(population) == 1:
-            (name, (value,)), = vary
-            raise ConfigError(f"vary={ac.vary!r} makes one member: set "
-                              f"--config.agent.{name}={value!r} instead.")
+            flags = " ".join(f"--config.agent.{name}={values[0]!r}" for name, values in vary)
+            raise ConfigError(f"vary={ac.vary!r} makes one member (num_seeds=1, one value "
+                              f"per field): set {flags} instead.")
         return population
 
     def check_env(self, env, joins_a_job: bool) -> None:

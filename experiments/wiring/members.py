@@ -85,6 +85,41 @@ def saved_members(config: ml_collections.ConfigDict) -> list[Member] | None:
     return members(int(config.seed), num_seeds, vary)
 
 
+def check_same_members(saved: Mapping, current: Mapping) -> None:
+    """A resume pairs the checkpoint's member i with this run's member i: refuses (ValueError)
+    a run whose members are not the checkpoint's, naming each field that differs with both
+    values. The shapes cannot catch it: values reordered or changed, or another `seed`, fit
+    the same arrays and would splice two runs into one curve. A run of one agent may change
+    its seed (it only picks the env streams from the resume on)."""
+    def population(config: Mapping) -> tuple[int, int, list[tuple[str, tuple]]] | None:
+        num_seeds, vary = int(config.get("num_seeds", 1) or 1), config.get("vary", "") or ""
+        if num_seeds == 1 and not vary:
+            return None
+        return int(config.get("seed", 0)), num_seeds, parse_vary(vary)
+
+    before, now = population(saved), population(current)
+    if before is None and now is None:
+        return
+    if before is None or now is None:
+        raise ValueError(
+            "the checkpoint holds " + ("one agent" if before is None else "a population")
+            + " and this run is " + ("a population" if before is None else "one agent")
+            + f" (num_seeds={saved.get('num_seeds', 1)!r}, vary={saved.get('vary', '')!r} "
+            f"in the checkpoint; num_seeds={current.get('num_seeds', 1)!r}, "
+            f"vary={current.get('vary', '')!r} now): resume with the checkpoint's values.")
+    differ = [f"{field}: checkpoint {a!r}, this run {b!r}"
+              for field, a, b, same in (
+                  ("seed", saved.get("seed"), current.get("seed"), before[0] == now[0]),
+                  ("num_seeds", before[1], now[1], before[1] == now[1]),
+                  ("vary", saved.get("vary"), current.get("vary"), before[2] == now[2]))
+              if not same]
+    if differ:
+        raise ValueError("the checkpoint's members are not this run's (member i resumes "
+                         "member i's state; values reordered or changed would pair states "
+                         "with other settings): " + "; ".join(differ)
+                         + ". Resume with the checkpoint's values, or start a new run.")
+
+
 def describe(all_members: list[Member]) -> str:
     """One line listing the members: `0 (seed 0, learning_rate=0.001), 1 (...)`."""
     return ", ".join(f"{m.index} (seed {m.seed}"

@@ -182,15 +182,19 @@ def write_summary(run_dir: str, result, evaluator, **extra: Any) -> None:
 def restore(path: str, agent, example_obs, config: ml_collections.ConfigDict,
             name: str, run_dir: str) -> checkpoint.Progress:
     """Loads the checkpoint into the structure a fresh run would start from; fails naming what
-    differs (a ConfigError). `path` is the newest checkpoint `config.resume` resolves to; a run
-    dir or `checkpoints` dir in `config.resume` falls back past damaged newer checkpoints
-    (podracer/checkpoint.py), which are then moved aside in `run_dir`, because this run will
-    save those update numbers again."""
+    differs (a ConfigError), or a population's members that are not the checkpoint's
+    (experiments/wiring/members.py). `path` is the newest checkpoint `config.resume` resolves
+    to; a run dir or `checkpoints` dir in `config.resume` falls back past damaged newer
+    checkpoints (podracer/checkpoint.py), which are then moved aside in `run_dir`, because
+    this run will save those update numbers again."""
     template = _template(agent, config.seed, example_obs)
     source = config.get("resume") or path
     try:
-        progress = checkpoint.restore(source, template, experiment=name,
-                                      config=json.loads(config.to_json()))
+        current = json.loads(config.to_json())
+        progress = checkpoint.restore(
+            source, template, experiment=name, config=current,
+            check=lambda meta: population_members.check_same_members(meta.get("config", {}),
+                                                                     current))
     except ValueError as e:  # damaged, another experiment, or a tree that does not fit
         raise ConfigError(f"resume={source!r}: {e}") from e
     ckpt_dir = os.path.abspath(os.path.join(run_dir, "checkpoints"))

@@ -137,6 +137,16 @@ def test_fields_that_cannot_vary_are_refused_naming_them(tmp_path, vary, match):
     assert not (tmp_path / "run" / "members").exists()  # refused before anything was written
 
 
+def test_a_vary_of_one_value_per_field_names_the_flags_to_set_instead(tmp_path):
+    """num_seeds=1 and one value per varied field make one member: the error names a flag per
+    field (several fields once ended in a raw unpacking ValueError)."""
+    vary = "agent.learning_rate=[0.001];agent.entropy_cost=[0.02]"
+    with pytest.raises(ConfigError, match=r"makes one member .* set "
+                                          r"--config\.agent\.learning_rate=0\.001 "
+                                          r"--config\.agent\.entropy_cost=0\.02 instead"):
+        train.run(_config(tmp_path, total_env_steps=T * B, vary=vary))
+
+
 def test_sebulba_refuses_a_population(tmp_path):
     config = _config(tmp_path, num_seeds=2, runtime="sebulba", total_env_steps=T * B)
     config.env.name = "CartPole-v1"
@@ -287,6 +297,36 @@ def test_the_population_resumes_whole_from_its_checkpoint(population_run, tmp_pa
         states, runners, _, _ = update(pop.stacked_hparams(), states, runners, n=1)
     jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-6),
                  _data(jax.device_get(states)), _data(resumed.learner_state))
+
+
+@pytest.mark.parametrize("overrides,match", [
+    # The same arrays, the settings swapped: member 0 would go on with member 2's state.
+    ({"vary": "agent.learning_rate=[0.003, 0.001]"},
+     r"vary: checkpoint 'agent.learning_rate=\[0.001, 0.003\]', this run "
+     r"'agent.learning_rate=\[0.003, 0.001\]'"),
+    ({"vary": "agent.learning_rate=[0.001, 0.01]"},
+     r"vary: checkpoint 'agent.learning_rate=\[0.001, 0.003\]', this run "
+     r"'agent.learning_rate=\[0.001, 0.01\]'"),
+    ({"seed": 5}, r"seed: checkpoint 0, this run 5"),
+    ({"num_seeds": 1, "vary": ""}, r"the checkpoint holds a population and this run is one "
+                                   r"agent"),
+], ids=["reordered", "changed", "seed", "one-agent"])
+def test_a_resume_with_other_members_is_refused_naming_the_field(
+        population_run, tmp_path, overrides, match):
+    """Member i resumes member i's saved state: a resume whose members differ (same shapes)
+    would splice two runs into one curve. It is refused before anything trains."""
+    source, _ = population_run
+    run = tmp_path / "run"
+    shutil.copytree(source, run)
+    before = {n: read_metrics(run / "members" / n) for n in NAMES}
+    config = _config(tmp_path, total_env_steps=T * B * 4, num_seeds=2, vary=VARY,
+                     resume=str(run))
+    for key, value in overrides.items():
+        config[key] = value
+    with pytest.raises(ConfigError, match=r"resume=.*: .*" + match):
+        train.run(config)
+    assert {n: read_metrics(run / "members" / n) for n in NAMES} == before
+    assert checkpoint.list_steps(str(run / "checkpoints")) == [1, 2]
 
 
 def _data(tree):
