@@ -49,7 +49,7 @@ class _Single:
                                      self.num_metrics)
         return runtime.place_replicated(state, self.mesh), runtime.place_runner(runner, self.mesh)
 
-    def update(self, k: int, state, runner):
+    def update(self, k: int, state, runner, active=None):
         if self.ac.updates_per_call == 1:
             return self.program(state, runner)
         return self.program(state, runner, n=k)
@@ -81,10 +81,10 @@ class _Population:
             states = resume.learner_state
         return pop.place(states, runners, self.mesh)
 
-    def update(self, k: int, states, runners):
+    def update(self, k: int, states, runners, active=None):
         if self.ac.updates_per_call == 1:
-            return self.program(self.hparams, states, runners)
-        return self.program(self.hparams, states, runners, n=k)
+            return self.program(self.hparams, states, runners, active=active)
+        return self.program(self.hparams, states, runners, active=active, n=k)
 
     def split(self, metrics: dict, eps, k: int):
         size = self.population.size
@@ -125,7 +125,11 @@ def train(agent: Agent | pop.Population, env, ac: runtime.AnakinConfig,
     Raises:
       Interrupted: Ctrl-C, after the final checkpoint (it carries the TrainResult).
       distributed.PeerLost: another process of the job died.
-      NonFiniteError: more non-finite updates in a row than `ac.max_nonfinite_updates`.
+      NonFiniteError: more non-finite updates in a row than `ac.max_nonfinite_updates`
+        (with its `result`, after the final checkpoint); in a population, once every member
+        has: a member that diverges alone is frozen at its last good state (its envs step on
+        in the shared program, its rows stop) and the others go on; the result's `members`
+        say which diverged, where and why, and so do the population's checkpoints.
     """
     population = isinstance(agent, pop.Population) and agent.size > 1
     loggers = list(logger) if isinstance(logger, (list, tuple)) else [logger]
@@ -152,24 +156,30 @@ def train(agent: Agent | pop.Population, env, ac: runtime.AnakinConfig,
     state, runner = program.init(example, start_updates, resume)
 
     episodes = [EpisodeStats(metrics=names) for _ in range(size)]
+    # Members stopped by non-finite updates: {member: where and why}, frozen from then on.
+    diverged: dict[int, dict] = {}
     if resume:
         saved = resume.episodes["members"] if population else [resume.episodes]
         for stats, s in zip(episodes, saved):
             stats.load_state_dict(s)
+        if population:
+            diverged = {int(m): d for m, d in resume.episodes.get("diverged", {}).items()}
     updates, env_steps = start_updates, start_steps
     end = plan.planned_updates(start_updates, start_steps)
     ledgers = [Ledger(lg, ep, end_update=end, max_nonfinite_updates=ac.max_nonfinite_updates,
                       stop_at_return=ac.stop_at_return,
                       checkpointer=None if population else checkpointer,
-                      on_update=None if population else on_update)
-               for lg, ep in zip(loggers, episodes)]
+                      on_update=None if population else on_update,
+                      name=f"member {m}" if population else "")
+               for m, (lg, ep) in enumerate(zip(loggers, episodes))]
 
     def due(update: int) -> bool:
         return (any(ledger.due(update) for ledger in ledgers)
                 or (population and checkpointer is not None and checkpointer.due(update)))
 
     def progress() -> Progress:
-        saved = ({"members": [e.state_dict() for e in episodes]} if population
+        saved = ({"members": [e.state_dict() for e in episodes],
+                  "diverged": {str(m): d for m, d in sorted(diverged.items())}} if population
                  else episodes[0].state_dict())
         return Progress(state, env_steps, updates, saved)
 
@@ -196,7 +206,8 @@ def train(agent: Agent | pop.Population, env, ac: runtime.AnakinConfig,
 
     def more() -> bool:
         return (dispatched < end and signals.received is None
-                and not all(ledger.target_reached for ledger in ledgers))
+                and not all(ledger.target_reached for m, ledger in enumerate(ledgers)
+                            if m not in diverged))
 
     def run_ahead() -> bool:
         """Whether nothing needs the state of the call in flight (no hook or checkpoint due at
@@ -212,9 +223,11 @@ def train(agent: Agent | pop.Population, env, ac: runtime.AnakinConfig,
                 k = int(distributed.broadcast_host(np.int32(k)))
             snap = None
             t0 = time.perf_counter()
-            state, runner, metrics, eps = program.update(k, state, runner)
+            active = (np.asarray([m not in diverged for m in range(size)]) if population
+                      else None)
+            state, runner, metrics, eps = program.update(k, state, runner, active)
         dispatched += k
-        return _Call(k, t0, metrics, eps)
+        return _Call(k, t0, metrics, eps, active)
 
     def finish(call: _Call, holds_state: bool) -> None:
         """Reads `call`'s outputs and records its updates; `holds_state`: the loop's state is
@@ -235,6 +248,8 @@ def train(agent: Agent | pop.Population, env, ac: runtime.AnakinConfig,
             updates += 1
             env_steps += steps * processes
             for m, (metrics_m, games_m) in enumerate(zip(per_member, done)):
+                if call.active is not None and not call.active[m]:
+                    continue  # frozen: its state did not move, its games are not its policy's
                 episodes[m].add(games_m)
                 scalars = {name: float(np.asarray(v)) for name, v in metrics_m.items()}
                 scalars.update({
@@ -251,7 +266,12 @@ def train(agent: Agent | pop.Population, env, ac: runtime.AnakinConfig,
             try:
                 ledgers[m].record(u, at, scalars, state if last else None)
             except NonFiniteError as e:
-                stop = stop or e
+                if not population:
+                    stop = stop or e
+                elif m not in diverged:  # frozen from the next call on; the others go on
+                    diverged[m] = {"update": u, "env_steps": at, "error": str(e)}
+                    print(f"member {m} diverged: {e} It is frozen at its last good state; "
+                          f"{size - len(diverged)} of {size} members go on.", flush=True)
         if stop is not None:
             raise stop
         if holds_state and population and checkpointer is not None:
@@ -290,29 +310,36 @@ def train(agent: Agent | pop.Population, env, ac: runtime.AnakinConfig,
             final = None
             if checkpointer is not None:
                 final = checkpointer.close(snap)
+    # After an abandoned call, the newest complete update's state was donated to it: none.
+    members = ([{"episode_summary": e.summary(), "last_metrics": ledger.last_metrics,
+                 "diverged": diverged.get(m)}
+                for m, (e, ledger) in enumerate(zip(episodes, ledgers))] if population else None)
+    result = TrainResult(snap.learner_state if snap is not None else None, env_steps, updates,
+                         episodes[0].summary(), ledgers[0].last_metrics, signals.received,
+                         final, abandoned, members)
+    if population and len(diverged) == size and signals.received is None:
+        nonfinite = NonFiniteError(f"every member diverged ({size} of {size}): "
+                                   + "; ".join(f"member {m} at update {d['update']:,d}"
+                                               for m, d in sorted(diverged.items())) + ".")
     if nonfinite is not None:
         # Its update may be a call later than the stop, when that call had already been sent.
         where = f" (update {updates:,d}, env step {env_steps:,d})" if final else ""
         raise NonFiniteError(f"{nonfinite} Checkpoint of the last good learner state{where}: "
-                             f"{final or 'none (checkpoints off)'}.") from None
-    # After an abandoned call, the newest complete update's state was donated to it: none.
-    members = ([{"episode_summary": e.summary(), "last_metrics": ledger.last_metrics}
-                for e, ledger in zip(episodes, ledgers)] if population else None)
-    result = TrainResult(snap.learner_state if snap is not None else None, env_steps, updates,
-                         episodes[0].summary(), ledgers[0].last_metrics, signals.received,
-                         final, abandoned, members)
+                             f"{final or 'none (checkpoints off)'}.", result) from None
     if signals.received == "SIGINT":
         raise Interrupted(result)
     return result
 
 
 class _Call(NamedTuple):
-    """A dispatched call: its length, when it was sent, and its (future) outputs."""
+    """A dispatched call: its length, when it was sent, its (future) outputs, and which
+    members it updated (a population's; None for one agent)."""
 
     k: int
     t0: float
     metrics: dict
     eps: Any
+    active: np.ndarray | None = None
 
 
 class CallPace:

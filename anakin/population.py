@@ -94,38 +94,61 @@ def make_update_fn(population: Population, env, mesh: Mesh, unroll_length: int,
                    updates_per_call: int = 1, episode_metrics: Sequence[EpisodeMetric] = ()):
     """Jitted update(hparams, states, runners) -> (states, runners, metrics, episodes) for all
     members at once: `updates_per_call` (K) rounds of {rollout, learn} per member, as
-    runtime.make_update_fn runs them for one (with K > 1, the call length n <= K is the
-    last argument: update(hparams, states, runners, n=K)). Metrics leaves are [M] ([K, M] with
-    K > 1), episodes [M, T, B] ([K, M, T, B]), each game with its `episode_metrics`. States and
-    runners are donated."""
+    runtime.make_update_fn runs them for one (with K > 1, the call length n <= K is a keyword:
+    update(hparams, states, runners, n=K)). Metrics leaves are [M] ([K, M] with K > 1),
+    episodes [M, T, B] ([K, M, T, B]), each game with its `episode_metrics`. States and
+    runners are donated.
 
-    def one_update(hp, state, runner):
+    `active=` ([M] bools, default all) freezes the members it marks False: their learner
+    states leave the call as they entered it (every leaf, counters and keys included), while
+    their envs step on in the shared program; the loop freezes a diverged member so."""
+
+    def one_update(hp, active, state, runner):
         agent = population.make_agent(hp)
         runner, ro, episodes = runtime.rollout(agent, env, agent.actor_params(state), runner,
                                                unroll_length, episode_metrics)
-        state, metrics = runtime.learn(agent, state, ro)
-        return state, runner, metrics, episodes
+        new_state, metrics = runtime.learn(agent, state, ro)
+        return _select(active, new_state, state), runner, metrics, episodes
 
     members = jax.vmap(one_update)
 
-    def per_device(hp, states, runners, *n):
+    def per_device(hp, active, states, runners, *n):
         if updates_per_call == 1:
-            return members(hp, states, runners)
+            return members(hp, active, states, runners)
 
         def round_(carry):
-            s, r, m, e = members(hp, *carry)
+            s, r, m, e = members(hp, active, *carry)
             return (s, r), (m, e)
         (states, runners), (metrics, episodes) = runtime.fused_rounds(
             round_, (states, runners), n[0], updates_per_call)
         return states, runners, metrics, episodes
 
     env_axis = (None,) * (2 if updates_per_call == 1 else 3)
-    in_specs = ((P(), P(), P(None, runtime.AXIS))
+    in_specs = ((P(), P(), P(), P(None, runtime.AXIS))
                 + (() if updates_per_call == 1 else (P(),)))
     sharded = jax.shard_map(per_device, mesh=mesh, in_specs=in_specs,
                             out_specs=(P(), P(None, runtime.AXIS), P(),
                                        P(*env_axis, runtime.AXIS)), check_vma=False)
-    return runtime.with_call_length(jax.jit(sharded, donate_argnums=(1, 2)), updates_per_call)
+    call = runtime.with_call_length(jax.jit(sharded, donate_argnums=(2, 3)), updates_per_call)
+    everyone = np.ones(population.size, bool)
+
+    def update(hparams, states, runners, *, active=None, **n):
+        active = everyone if active is None else np.asarray(active, bool)
+        if active.shape != everyone.shape:
+            raise ValueError(f"active has shape {active.shape}; expected {everyone.shape}: "
+                             f"one flag per member.")
+        return call(hparams, active, states, runners, **n)
+    return update
+
+
+def _select(keep_new: jax.Array, new: PyTree, old: PyTree) -> PyTree:
+    """`new` where `keep_new`, else `old`, leaf by leaf (PRNG keys through their data)."""
+    def pick(a, b):
+        if jax.dtypes.issubdtype(a.dtype, jax.dtypes.prng_key):
+            data = jnp.where(keep_new, jax.random.key_data(a), jax.random.key_data(b))
+            return jax.random.wrap_key_data(data, impl=jax.random.key_impl(a))
+        return jnp.where(keep_new, a, b)
+    return jax.tree.map(pick, new, old)
 
 
 def member_state(states: PyTree, m: int) -> PyTree:

@@ -51,4 +51,10 @@ def keep_finite(old_state: PyTree, new_state: PyTree, metrics: dict, axis_name: 
 
 
 class NonFiniteError(RuntimeError):
-    """Too many non-finite updates in a row; the learner state is the last good one."""
+    """Too many non-finite updates in a row; the learner state is the last good one. Raised
+    by a runtime's loop, it carries the run's `result` (podracer.results.TrainResult) for the
+    caller to summarise."""
+
+    def __init__(self, message: str, result=None) -> None:
+        super().__init__(message)
+        self.result = result

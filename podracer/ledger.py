@@ -41,9 +41,10 @@ class Ledger:
 
     def __init__(self, logger: MetricsLogger, episodes: EpisodeStats, *, end_update: int,
                  max_nonfinite_updates: int, stop_at_return: float | None = None,
-                 checkpointer=None, on_update: Callable[[int, int, PyTree], None] | None = None
-                 ) -> None:
+                 checkpointer=None, on_update: Callable[[int, int, PyTree], None] | None = None,
+                 name: str = "") -> None:
         self.logger, self.episodes, self.end_update = logger, episodes, end_update
+        self.name = name  # who the warnings are about (a population's member), or ""
         self.max_nonfinite, self.stop_at_return = max_nonfinite_updates, stop_at_return
         self.checkpointer, self.on_update = checkpointer, on_update
         self.nonfinite_streak = self.nonfinite_total = 0
@@ -91,7 +92,8 @@ class Ledger:
     def _warn_or_stop(self, update: int, env_steps: int, scalars: dict[str, float]) -> None:
         bad = sorted(k for k, v in scalars.items() if not np.isfinite(v)) or ["learner state"]
         limit = self.max_nonfinite
-        print(f"WARNING: update {update} at env step {env_steps:,d} was non-finite "
+        who = f"{self.name}: " if self.name else ""
+        print(f"WARNING: {who}update {update} at env step {env_steps:,d} was non-finite "
               f"({', '.join(bad)}); skipped, learner state kept ({self.nonfinite_streak}/"
               f"{limit} in a row, {self.nonfinite_total} in all).", flush=True)
         if self.nonfinite_streak >= limit:

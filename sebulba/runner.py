@@ -99,7 +99,8 @@ def train(agent: Agent, make_env: Callable[[int, int], Any], rc: RuntimeConfig,
     Raises:
       Interrupted: Ctrl-C, after the final checkpoint (it carries the TrainResult).
       distributed.PeerLost: another process of the job died.
-      NonFiniteError: more non-finite updates in a row than `rc.max_nonfinite_updates`.
+      NonFiniteError: more non-finite updates in a row than `rc.max_nonfinite_updates`,
+        after the final checkpoint (it carries the TrainResult).
     """
     if rc.num_actor_threads == 0:
         rc = layout.resolve(rc).runtime
@@ -162,15 +163,15 @@ def train(agent: Agent, make_env: Callable[[int, int], Any], rc: RuntimeConfig,
                 # and its counters belong to the same update.
                 snap = loop.snapshot
                 final = checkpointer.close(snap.progress() if snap.state is not None else None)
-    if nonfinite is not None:
-        raise NonFiniteError(f"{nonfinite} Checkpoint of the last good learner state: "
-                             f"{final or 'none (checkpoints off)'}.") from None
-    lifetime.raise_if_failed()
     snap = loop.snapshot
     result = TrainResult(snap.state, snap.env_steps, snap.updates,
                          _episode_summary(snap.episodes), loop.ledger.last_metrics,
                          signals.received,
                          final, abandoned)
+    if nonfinite is not None:
+        raise NonFiniteError(f"{nonfinite} Checkpoint of the last good learner state: "
+                             f"{final or 'none (checkpoints off)'}.", result) from None
+    lifetime.raise_if_failed()
     if signals.received == "SIGINT":
         raise Interrupted(result)
     return result

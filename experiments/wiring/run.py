@@ -23,6 +23,7 @@ from experiments.wiring.sections import read
 from experiments.wiring.session import (Session, exit_interrupted, exit_now_if_abandoned,
                                         exit_on_lost_peer)
 from podracer import distributed
+from podracer.finite import NonFiniteError
 from podracer.results import Interrupted
 from podracer.validation import ConfigError
 
@@ -49,6 +50,8 @@ def run(config: ml_collections.ConfigDict, make_env: Callable[[int, int], Any] |
     Raises:
       ConfigError: a bad config value, named with what is allowed, before anything starts.
       Interrupted: Ctrl-C, after the final checkpoint and summary.json.
+      NonFiniteError: the run diverged (a population: every member did), after the final
+        checkpoint and summary.json (`diverged` in it: where and why).
       distributed.PeerLost: another process of a multi-host job died.
     """
     # Every static check before anything joins, builds an env, starts a thread or compiles.
@@ -91,6 +94,13 @@ def run(config: ml_collections.ConfigDict, make_env: Callable[[int, int], Any] |
             exit_interrupted(e, session, evaluator, main, runtime=driver.name)
         except distributed.PeerLost as e:
             exit_on_lost_peer(e, train_kwargs.get("checkpointer"))
+        except NonFiniteError as e:  # summarised as a finished run that diverged, then raised
+            if main and e.result is not None:
+                session.write_summary(e.result, evaluator, runtime=driver.name,
+                                      diverged=None if session.members else {
+                                          "update": e.result.updates,
+                                          "env_steps": e.result.env_steps, "error": str(e)})
+            raise
         if main:
             session.write_summary(result, evaluator, runtime=driver.name)
         exit_now_if_abandoned(result, 0)  # a second signal: exit without waiting for the call

@@ -12,6 +12,7 @@ import sys
 from typing import Any
 
 import jax
+import numpy as np
 import ml_collections
 
 from agents import schedules
@@ -113,20 +114,28 @@ class Session:
             with open(os.path.join(self.member_dir(m), "config.json"), "w") as f:
                 f.write(population_members.member_config(self.config, m).to_json(indent=2))
 
-    def write_summary(self, result, evaluator, **extra: Any) -> None:
-        """summary.json of the run; a population's also one per member (its own run)."""
+    def write_summary(self, result, evaluator, diverged: dict | None = None,
+                      **extra: Any) -> None:
+        """summary.json of the run (`diverged`: where and why a single run stopped on
+        non-finite updates); a population's also one per member (its own run, with its own
+        `diverged`), and the run dir's lists the members and their aggregate."""
         if self.members is None:
-            write_summary(self.run_dir, result, evaluator, **extra)
+            write_summary(self.run_dir, result, evaluator,
+                          **({"diverged": diverged} if diverged else {}), **extra)
             return
         listing = []
         for m, member in zip(self.members, result.members or []):
             one = dataclasses.replace(result, episode_summary=member["episode_summary"],
                                       last_metrics=member["last_metrics"], members=None)
+            mark = {"diverged": member["diverged"]} if member.get("diverged") else {}
             write_summary(self.member_dir(m), one, None, seed=m.seed,
-                          settings=dict(m.settings), **extra)
+                          settings=dict(m.settings), **mark, **extra)
             listing.append({"member": m.name, "seed": m.seed, "settings": dict(m.settings),
-                            **member["episode_summary"]})
-        write_summary(self.run_dir, result, None, members=listing, **extra)
+                            **mark, **member["episode_summary"]})
+        # Not member 0's episode statistics: the population's, per member and aggregated.
+        whole = dataclasses.replace(result, episode_summary={}, last_metrics={})
+        write_summary(self.run_dir, whole, None, members=listing,
+                      aggregate=members_aggregate(listing), **extra)
 
 
 class _Loggers(list):
@@ -168,6 +177,22 @@ def exit_interrupted(error, session: Session, evaluator, main: bool, **extra: An
     print(f"{error}{hint}.", flush=True)
     exit_now_if_abandoned(error.result, 130)
     raise SystemExit(130) from None
+
+
+def members_aggregate(listing: list[dict]) -> dict:
+    """The mean over the members that did not diverge of each episode statistic, labelled
+    with its statistic (seeds and settings pooled: per setting, `scripts.sweep table`)."""
+    kept = [m for m in listing if not m.get("diverged")]
+    keys = sorted({k for m in kept for k in m if k.startswith("episode/")})
+    out: dict[str, Any] = {
+        "statistic": "mean over the members that did not diverge, seeds and settings pooled "
+                     "(per setting: python -m scripts.sweep table <run_dir>)",
+        "members": len(kept), "diverged": len(listing) - len(kept)}
+    for k in keys:
+        values = [float(m[k]) for m in kept
+                  if isinstance(m.get(k), (int, float)) and np.isfinite(m[k])]
+        out[k] = float(np.mean(values)) if values else None
+    return out
 
 
 def write_summary(run_dir: str, result, evaluator, **extra: Any) -> None:

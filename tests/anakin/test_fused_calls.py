@@ -4,6 +4,7 @@ checkpoints and evaluations came only at multiples of lcm(K, N), the non-finite 
 each call's last update, and only that update's metrics were logged."""
 import dataclasses
 import functools
+import json
 import os
 
 import numpy as np
@@ -103,6 +104,8 @@ def test_nonfinite_updates_in_a_row_are_counted_in_updates_not_calls(fused, tmp_
     rows = read_metrics(tmp_path / "run")
     assert [r["nonfinite/skipped"] for r in rows] == [0, 0, 0, 0, 1, 1, 1, 0, 0, 0, 0, 0]
     assert rows[-1]["step"] == 768
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert (summary["updates"], summary["diverged"]["update"]) == (12, 12)
 
 
 def test_call_pace_fits_calls_to_the_target_from_the_last_call():

@@ -103,6 +103,10 @@ def test_nonfinite_updates_are_skipped_then_stop_with_last_good_checkpoint(small
     saved = restore_run(str(tmp_path / "run"))
     assert int(saved.learner_state.update) == 6
     assert all(np.isfinite(x).all() for x in jax.tree.leaves(saved.learner_state.params))
+    # A finished run that diverged (a sweep does not rerun it; its table marks it).
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["diverged"]["update"] == 6 and summary["stopped_by"] is None
+    assert "3 non-finite updates in a row" in summary["diverged"]["error"]
 
 
 def test_single_nonfinite_update_is_skipped_and_training_goes_on(small, capsys):
