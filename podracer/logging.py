@@ -276,6 +276,8 @@ def _start_wandb(settings: Mapping, run_dir: str, run_config: Mapping,
     against `env_step` (define_metric) rather than wandb's own `step`, which must increase
     with every call: the background evaluator logs at env steps the learner has passed. The
     run id is kept in <run_dir>/wandb_run_id, so a resumed run continues the same W&B run.
+    Each call makes a run of its own, beside any other active in the process (a population's
+    members log from one process: wandb's default would hand every later call the first run).
     Its files go to $WANDB_DIR if set, else <run_dir>/wandb. Bad settings and a missing wandb
     raise ConfigError, which the command line prints as one message.
     """
@@ -300,7 +302,7 @@ def _start_wandb(settings: Mapping, run_dir: str, run_config: Mapping,
                      name=settings.get("name") or os.path.basename(os.path.normpath(run_dir)),
                      mode=mode or None, config=dict(run_config),
                      dir=None if os.environ.get("WANDB_DIR") else run_dir,
-                     id=run_id, resume="allow" if run_id else None)
+                     id=run_id, resume="allow" if run_id else None, reinit="create_new")
     run.define_metric(WANDB_STEP)
     run.define_metric("*", step_metric=WANDB_STEP)
     with open(id_file, "w") as f:

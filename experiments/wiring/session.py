@@ -83,16 +83,24 @@ class Session:
         return _Loggers([self._logger(self.member_dir(m),
                                       population_members.member_config(self.config, m),
                                       self.sections.run.console_every_s if m.index == 0
-                                      else float("inf"))
+                                      else float("inf"), m.name)
                          for m in self.members])
 
-    def _logger(self, run_dir: str, config, console_every_s: float) -> MetricsLogger:
-        wandb = self.sections.wandb
+    def _logger(self, run_dir: str, config, console_every_s: float,
+                member: str | None = None) -> MetricsLogger:
+        """`member`: a population's member, logged as its own W&B run, named
+        `<run name>/<member>`, in the group `wandb.group` or else the population's run dir's
+        name."""
+        wandb = dataclasses.asdict(self.sections.wandb)
+        if member is not None:
+            run_name = os.path.basename(os.path.normpath(self.run_dir))
+            wandb.update(group=wandb["group"] or run_name,
+                         name=f"{wandb['name'] or run_name}/{member}")
         return MetricsLogger(
             run_dir, self.plan.planned_env_steps(*self.done), console_every_s,
             enabled=distributed.is_main_process(),
             resume_step=self.progress.env_steps if self.progress else None,
-            wandb_config=dataclasses.asdict(wandb) if wandb.project else None,
+            wandb_config=wandb if wandb["project"] else None,
             run_config=json.loads(config.to_json()))
 
     def checkpointer(self) -> checkpoint.Checkpointer:

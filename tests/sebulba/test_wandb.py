@@ -48,22 +48,35 @@ def _read_records(path: str) -> list:
 
 def _offline_run(wandb_dir: Path) -> tuple[list[dict], dict]:
     """(history rows, config) of the one offline run under `wandb_dir`."""
+    [(history, config, _)] = _offline_runs(wandb_dir).values()
+    return history, config
+
+
+def _offline_runs(wandb_dir: Path) -> dict[str, tuple[list[dict], dict, dict]]:
+    """{run id: (history rows, config, {"group", "name"})} of the offline runs under
+    `wandb_dir`, one session each."""
     import wandb
     # finish() may return before wandb's service process has flushed the log to disk (it does
     # at exit); teardown() stops the service and waits for the process to end, as the end of
     # this process would (it waits only for a service it started: see the `offline` fixture).
     wandb.teardown()
-    [path] = glob.glob(str(wandb_dir / "wandb" / "offline-run-*" / "run-*.wandb"))
-    history, config = [], {}
-    for record in _read_records(path):
-        kind = record.WhichOneof("record_type")
-        if kind == "history":
-            history.append({i.key or "/".join(i.nested_key): json.loads(i.value_json)
-                            for i in record.history.item})
-        elif kind in ("run", "config"):  # wandb.init's config comes in the run record
-            updates = record.run.config.update if kind == "run" else record.config.update
-            config.update({i.key: json.loads(i.value_json) for i in updates})
-    return history, config
+    runs = {}
+    for path in glob.glob(str(wandb_dir / "wandb" / "offline-run-*" / "run-*.wandb")):
+        history, config, info = [], {}, {}
+        for record in _read_records(path):
+            kind = record.WhichOneof("record_type")
+            if kind == "history":
+                history.append({i.key or "/".join(i.nested_key): json.loads(i.value_json)
+                                for i in record.history.item})
+            elif kind in ("run", "config"):  # wandb.init's config comes in the run record
+                updates = record.run.config.update if kind == "run" else record.config.update
+                config.update({i.key: json.loads(i.value_json) for i in updates})
+                if kind == "run":
+                    info = {"group": record.run.run_group, "name": record.run.display_name}
+        run_id = os.path.basename(path)[len("run-"):-len(".wandb")]
+        assert run_id not in runs, f"two sessions of run {run_id}"
+        runs[run_id] = (history, config, info)
+    return runs
 
 
 def _session_logs(wandb_dir: Path, run_id: str) -> list[str]:
@@ -172,3 +185,33 @@ def test_an_experiment_logs_to_wandb_when_a_project_is_set(tmp_path):
         assert row["loss/total"] == pytest.approx(line["loss/total"])
     assert config["agent"]["learning_rate"] == 0.0007
     assert config["wandb"]["project"] == "sebulba-test"
+
+
+def test_each_member_of_a_population_is_its_own_wandb_run_in_one_group(tmp_path, offline):
+    """A population (num_seeds, vary: anakin/population.py) logs one W&B run per member, in
+    one process: distinct ids, each run holding its member's rows and config, grouped by the
+    population's run dir (or wandb.group) and named after it and the member."""
+    pytest.importorskip("wandb")
+    from experiments import train
+    from experiments.configs import ppo_gymnax
+    from tests.helpers import quiet_config, read_metrics
+    config = quiet_config(ppo_gymnax.get_config(), tmp_path / "lr", num_envs=8,
+                          unroll_length=16, num_seeds=2, total_env_steps=16 * 8 * 2,
+                          vary="agent.learning_rate=[0.001, 0.003]", checkpoint_keep=0,
+                          **{"agent.num_minibatches": 2, "wandb.project": "sebulba-test"})
+    train.run(config)
+    members = sorted((tmp_path / "lr" / "members").iterdir())
+    ids = [(m / "wandb_run_id").read_text() for m in members]
+    assert len(members) == 4 and len(set(ids)) == 4, ids
+    runs = _offline_runs(offline)
+    assert sorted(runs) == sorted(ids)
+    for member, run_id in zip(members, ids):
+        history, run_config, info = runs[run_id]
+        rows = read_metrics(member)
+        assert [r[WANDB_STEP] for r in history] == [r["step"] for r in rows] == [128, 256]
+        assert [r["loss/total"] for r in history] == pytest.approx(
+            [r["loss/total"] for r in rows])
+        saved = json.loads((member / "config.json").read_text())
+        assert (run_config["seed"], run_config["agent"]["learning_rate"]) == (
+            saved["seed"], saved["agent"]["learning_rate"])
+        assert info == {"group": "lr", "name": f"lr/{member.name}"}
