@@ -164,6 +164,8 @@ def train(agent: Agent | pop.Population, env, ac: runtime.AnakinConfig,
             stats.load_state_dict(s)
         if population:
             diverged = {int(m): d for m, d in resume.episodes.get("diverged", {}).items()}
+            for m in diverged:
+                _pass_console(loggers, m, diverged)
     updates, env_steps = start_updates, start_steps
     end = plan.planned_updates(start_updates, start_steps)
     ledgers = [Ledger(lg, ep, end_update=end, max_nonfinite_updates=ac.max_nonfinite_updates,
@@ -272,6 +274,7 @@ def train(agent: Agent | pop.Population, env, ac: runtime.AnakinConfig,
                     diverged[m] = {"update": u, "env_steps": at, "error": str(e)}
                     print(f"member {m} diverged: {e} It is frozen at its last good state; "
                           f"{size - len(diverged)} of {size} members go on.", flush=True)
+                    _pass_console(loggers, m, diverged)
         if stop is not None:
             raise stop
         if holds_state and population and checkpointer is not None:
@@ -329,6 +332,16 @@ def train(agent: Agent | pop.Population, env, ac: runtime.AnakinConfig,
     if signals.received == "SIGINT":
         raise Interrupted(result)
     return result
+
+
+def _pass_console(loggers: Sequence[MetricsLogger], m: int, diverged: dict) -> None:
+    """The progress lines of a population come from one member's logger (member 0's): when
+    that member diverges, the first member still training prints them from then on."""
+    live = [i for i in range(len(loggers)) if i not in diverged]
+    quiet = float("inf")
+    if live and loggers[m].console_every_s < quiet:
+        loggers[live[0]].console_every_s = loggers[m].console_every_s
+        loggers[m].console_every_s = quiet
 
 
 class _Call(NamedTuple):

@@ -189,7 +189,9 @@ class MetricsLogger:
         now = time.time()
         if not self.enabled or not console:
             return
-        if force_print or now - self._last_print >= self.console_every_s:
+        # console_every_s = inf: forced lines only (a population's quiet members).
+        if force_print or (self.console_every_s < math.inf
+                           and now - self._last_print >= self.console_every_s):
             self._last_print = now
             self._print(step, scalars, now - self._start)
 

@@ -7,6 +7,7 @@ import dataclasses
 import functools
 import json
 import os
+import re
 import shutil
 
 import jax
@@ -336,21 +337,22 @@ def _data(tree):
         x.dtype, jax.dtypes.prng_key) else np.asarray(x), tree)
 
 
-DIVERGING = "agent.learning_rate=[0.001, 1e30]"
+DIVERGING = "agent.learning_rate=[1e30, 0.001]"
 
 
 def test_a_diverged_member_stops_alone_and_the_others_go_on(tmp_path, capsys):
     """A learning-rate sweep where one rate diverges: that member is frozen at its last good
     state once `max_nonfinite_updates` of its updates in a row were non-finite, marked
     diverged in its summary.json, the run dir's and the sweep table's; the other member
-    trains to the end. A resume keeps it frozen (the checkpoint says it diverged)."""
-    config = _config(tmp_path, total_env_steps=T * B * 6, vary=DIVERGING,
+    trains to the end, and prints the progress lines the diverged member 0 printed. A resume
+    keeps it frozen (the checkpoint says it diverged)."""
+    config = _config(tmp_path, total_env_steps=T * B * 6, vary=DIVERGING, console_every_s=0.0,
                      max_nonfinite_updates=2, checkpoint_every_updates=1, checkpoint_keep=10)
     result = train.run(config)
     assert (result.updates, result.env_steps) == (6, 6 * T * B)
     run = tmp_path / "run"
     names = sorted(os.listdir(run / "members"))
-    healthy, lost = (run / "members" / n for n in names)
+    lost, healthy = (run / "members" / n for n in names)
     assert [r["updates"] for r in read_metrics(healthy)] == [1, 2, 3, 4, 5, 6]
     lost_rows = read_metrics(lost)
     assert all(r["nonfinite/skipped"] == 1.0 for r in lost_rows[-2:])
@@ -359,16 +361,22 @@ def test_a_diverged_member_stops_alone_and_the_others_go_on(tmp_path, capsys):
     assert "2 non-finite updates in a row" in gone["error"]
     assert "diverged" not in json.loads((healthy / "summary.json").read_text())
     out = capsys.readouterr().out
-    assert "member 1 diverged: 2 non-finite updates in a row" in out, out
+    assert "member 0 diverged: 2 non-finite updates in a row" in out, out
+    # A progress line for every update (console_every_s=0): member 0's up to the one that
+    # stopped it, then member 1's from that update on (the quiet member printed none before).
+    progress = [line for line in out.splitlines() if " steps " in line and " sps " in line]
+    steps = [int(re.search(r"steps +([\d,]+)/", line)[1].replace(",", "")) for line in progress]
+    assert steps == [T * B * u for u in range(1, 7) if u <= gone["update"]] + [
+        T * B * u for u in range(gone["update"], 7)], progress
     # Frozen: its state after the divergence is the same in every later checkpoint.
     states = [checkpoint.restore(str(run / "checkpoints" / str(u)), result.learner_state)
               .learner_state for u in (gone["update"] + 1, 6)]
-    frozen = [_data(population.member_state(s, 1)) for s in states]
+    frozen = [_data(population.member_state(s, 0)) for s in states]
     jax.tree.map(np.testing.assert_array_equal, *frozen)
-    assert not np.allclose(*(jax.tree.leaves(population.member_state(s, 0).params)[0]
-                             for s in states))  # ...while member 0 learned on
+    assert not np.allclose(*(jax.tree.leaves(population.member_state(s, 1).params)[0]
+                             for s in states))  # ...while member 1 learned on
     top = json.loads((run / "summary.json").read_text())
-    assert [bool(m.get("diverged")) for m in top["members"]] == [False, True]
+    assert [bool(m.get("diverged")) for m in top["members"]] == [True, False]
     assert "episode/return_mean" not in top  # not member 0's statistics, unlabelled
     assert top["aggregate"]["members"] == 1 and top["aggregate"]["diverged"] == 1
     assert top["aggregate"]["episode/return_mean"] == pytest.approx(
@@ -376,7 +384,7 @@ def test_a_diverged_member_stops_alone_and_the_others_go_on(tmp_path, capsys):
     rows = sweep.main(["table", str(run)])
     out = capsys.readouterr().out
     assert [(r["seeds"], r["of"], r["diverged"]) for r in rows] == [
-        (1, 1, []), (0, 1, [str(lost)])]
+        (0, 1, [str(lost)]), (1, 1, [])]
     assert "0/1 (1 diverged)" in out and "not counted, diverged" in out, out
 
     resumed = train.run(_config(tmp_path, total_env_steps=T * B * 8, vary=DIVERGING,
