@@ -66,6 +66,21 @@ class RunningStats(NamedTuple):
                             jnp.where(seen, m2 / safe, self.var))
 
 
+class Raw(NamedTuple):
+    """The statistics of an observation entry that is never normalised (a legal-action mask:
+    its zeros must stay zeros); no arrays."""
+
+
+def _is_stats(s: Any) -> bool:
+    return isinstance(s, (RunningStats, Raw))
+
+
+def raw_keys(network: Any) -> tuple[str, ...]:
+    """The observation entries `network` reads as they are: its legal-action mask's key."""
+    key = getattr(network, "action_mask_key", "")
+    return (key,) if key else ()
+
+
 class NormState(NamedTuple):
     """Normaliser state in the learner state (placeholders when switched off)."""
 
@@ -75,14 +90,17 @@ class NormState(NamedTuple):
 
 
 def init_state(example_obs: Any, obs_norm: bool, reward_scaling: bool,
-               batch_envs: int) -> NormState:
-    """`example_obs` has a leading batch dim; `batch_envs`: env columns per update (global)."""
+               batch_envs: int, raw: tuple[str, ...] = ()) -> NormState:
+    """`example_obs` has a leading batch dim; `batch_envs`: env columns per update (global);
+    `raw`: the keys of a dict observation's entries left as they are (`raw_keys`)."""
     if reward_scaling and batch_envs < 1:
         raise ValueError(f"reward scaling needs the number of env columns per update "
                          f"(batch_envs), got {batch_envs}; pass batch_envs=RuntimeConfig"
                          f".batch_envs to make_agent.")
     obs = jax.tree.map(lambda x: RunningStats.zeros(x.shape[1:] if obs_norm else ()),
                        example_obs)
+    if raw and isinstance(obs, dict):
+        obs = {k: Raw() if k in raw else v for k, v in obs.items()}
     return NormState(obs, RunningStats.zeros(),
                      jnp.zeros((batch_envs if reward_scaling else 1,), jnp.float32))
 
@@ -101,19 +119,23 @@ class ObsNorm:
 
 def normalize_obs(stats: Any, obs: Any, clip: float) -> Any:
     """(obs - mean) / std, clipped to [-clip, clip] (clip 0: no clipping); float32."""
-    def norm(s: RunningStats, x):
+    def norm(s: RunningStats | Raw, x):
+        if isinstance(s, Raw):
+            return x
         y = (x.astype(jnp.float32) - s.mean) / jnp.sqrt(s.var + _EPS)
         return jnp.clip(y, -clip, clip) if clip > 0 else y
-    return jax.tree.map(norm, stats, obs, is_leaf=lambda s: isinstance(s, RunningStats))
+    return jax.tree.map(norm, stats, obs, is_leaf=_is_stats)
 
 
 def update_obs_stats(stats: Any, obs: Any, axis_name: str) -> Any:
     """Adds the rollout's observations [T+1, B, ...] except the bootstrap one (it comes back
     as the first observation of the next rollout)."""
-    def upd(s: RunningStats, x):
+    def upd(s: RunningStats | Raw, x):
+        if isinstance(s, Raw):
+            return s
         x = x[:-1]
         return s.update(x, jnp.ones(x.shape[:2], bool), axis_name)
-    return jax.tree.map(upd, stats, obs, is_leaf=lambda s: isinstance(s, RunningStats))
+    return jax.tree.map(upd, stats, obs, is_leaf=_is_stats)
 
 
 def discounted_returns(acc: jax.Array, r_t: jax.Array, done_t: jax.Array,

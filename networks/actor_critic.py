@@ -3,8 +3,13 @@
 `ActorCritic` is feed-forward: `apply(params, obs [B, ...]) -> (policy, value [B])`.
 `RecurrentActorCritic` puts a core (networks/cores.py, an LSTM) between torso and heads and is
 time-major: `apply(params, obs [T, B, ...], state, reset [T, B]) -> ((policy, value [T, B]),
-state)`. `is_recurrent(network)` tells them apart; agents/acting.py and agents/unroll.py hide the difference from
-the agents (acting, learner unrolls, greedy evaluation).
+state)`. `is_recurrent(network)` tells them apart; agents/acting.py and agents/unroll.py hide
+the difference from the agents (acting, learner unrolls, greedy evaluation).
+
+Legal actions: with `action_mask_key`, the dict observation's entry of that key masks the
+categorical head's logits (networks/distributions.py, `mask_logits`), so acting, the losses'
+log-probabilities and entropies, and greedy play all use the distribution over the legal
+actions; the torso does not see the mask unless `torso_sees_mask`.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import jax
 import jax.numpy as jnp
 
 from networks.cores import LSTMCore, lstm_initial_state
-from networks.distributions import ActionDist, Categorical
+from networks.distributions import ActionDist, Categorical, mask_logits
 from networks.heads import PolicyHead
 
 
@@ -41,6 +46,25 @@ class _ActorCriticBase(nn.Module):
     num_actions: int = 0
     shared_torso: bool = True
     action_dist: ActionDist | None = None
+    action_mask_key: str = ""     # the observation key of the legal-action mask; "" = none
+    torso_sees_mask: bool = False  # True: the torso also gets the mask as an input
+
+    def _split_mask(self, obs: Any) -> tuple[Any, jax.Array | None]:
+        """(the observation the torso gets, the legal-action mask or None)."""
+        key = self.action_mask_key
+        if not key:
+            return obs, None
+        if not hasattr(obs, "keys") or key not in obs:
+            entries = sorted(obs.keys()) if hasattr(obs, "keys") else "none: one array"
+            raise ValueError(f"action_mask_key={key!r} names no entry of the observation "
+                             f"(entries: {entries}).")
+        mask = obs[key]
+        if not self.torso_sees_mask:
+            obs = {k: v for k, v in obs.items() if k != key}
+        return obs, mask
+
+    def _masked(self, policy: Any, mask: jax.Array | None) -> Any:
+        return policy if mask is None else mask_logits(self.dist, policy, mask)
 
     @property
     def dist(self) -> ActionDist:
@@ -66,9 +90,10 @@ class ActorCritic(_ActorCriticBase):
     @nn.compact
     def __call__(self, obs: Any) -> tuple[Any, jax.Array]:
         """Return (policy params, e.g. logits [B, num_actions]; value [B]), float32."""
+        obs, mask = self._split_mask(obs)
         h = self.torso(obs)
         h_value = h if self.shared_torso else self.torso.clone(parent=self, name="value_torso")(obs)
-        policy = PolicyHead(self.dist, name="policy")(h)
+        policy = self._masked(PolicyHead(self.dist, name="policy")(h), mask)
         # The auto-named Dense ("Dense_0") keeps the parameter names of existing checkpoints.
         return policy, _value_head(h_value)
 
@@ -104,6 +129,7 @@ class RecurrentActorCritic(_ActorCriticBase):
         lead = reset.shape
         chex.assert_rank(reset, 2)
         chex.assert_tree_shape_prefix(obs, lead)
+        obs, mask = self._split_mask(obs)
         flat_obs = jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), obs)
 
         def branch(name: str, torso: nn.Module) -> jax.Array:
@@ -120,4 +146,5 @@ class RecurrentActorCritic(_ActorCriticBase):
         policy = PolicyHead(self.dist, name="policy")(h)
         value = _value_head(h_value)
         unflat = lambda x: x.reshape(lead + x.shape[1:])  # noqa: E731
-        return (jax.tree.map(unflat, policy), unflat(value)), new_state
+        policy = self._masked(jax.tree.map(unflat, policy), mask)
+        return (policy, unflat(value)), new_state

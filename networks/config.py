@@ -17,7 +17,8 @@ from typing import Any
 import flax.linen as nn
 
 from networks.actor_critic import ActorCritic, RecurrentActorCritic
-from networks.distributions import BOUNDS, from_space
+from networks.distributions import (BOUNDS, ActionDist, MultiCategorical, from_space,
+                                    mask_width)
 from networks.encoders import discrete_leaves, parse_encoders
 from networks.torsos import BUILTIN_TORSOS, INITS, TORSOS, make_torso
 from podracer.validation import is_int, is_number
@@ -53,6 +54,9 @@ class NetworkConfig:
     # the encodings' concatenation ((256,): SB3's CombinedExtractor's 256 features per image).
     encoders: str = ""
     fusion_sizes: tuple[int, ...] = (256,)
+    # With a legal-action mask (env.action_mask_key): False = the mask only masks the policy's
+    # logits; True = the torso also gets it as an observation entry.
+    torso_sees_mask: bool = False
 
     def __post_init__(self) -> None:
         if not (isinstance(self.torso, str) and self.torso in TORSOS):
@@ -100,12 +104,13 @@ class NetworkConfig:
         object.__setattr__(self, "torso_kwargs", kwargs)
 
 
-def build_network(cfg: NetworkConfig, action_space: Any, observation_space: Any = None
-                  ) -> nn.Module:
+def build_network(cfg: NetworkConfig, action_space: Any, observation_space: Any = None,
+                  action_mask_key: str = "") -> nn.Module:
     """ActorCritic with the configured torso and the policy head for `action_space`; a
     RecurrentActorCritic with an LSTM core of `cfg.lstm_size` when that is > 0.
     `observation_space` (gymnasium, of one env): the `auto` torso embeds its Discrete leaves
-    (without it, they get an MLP like any integer array).
+    (without it, they get an MLP like any integer array). `action_mask_key`: the observation
+    entry whose legal-action mask masks the policy (`resolve_mask_key`; "" = none).
 
     An unsupported action space raises `from_space`'s ValueError (the caller names the env);
     torso_kwargs the torso does not take raise `make_torso`'s TypeError.
@@ -132,10 +137,53 @@ def build_network(cfg: NetworkConfig, action_space: Any, observation_space: Any 
                       state_dependent_std=bool(cfg.state_dependent_std),
                       init_log_std=float(cfg.init_log_std))
     torso = make_torso(cfg.torso, **kwargs)
+    masking = dict(action_mask_key=resolve_mask_key(action_mask_key, observation_space, dist),
+                   torso_sees_mask=bool(cfg.torso_sees_mask))
     if cfg.lstm_size > 0:
         return RecurrentActorCritic(torso=torso, lstm_size=int(cfg.lstm_size), action_dist=dist,
-                                    shared_torso=bool(cfg.shared_torso))
-    return ActorCritic(torso=torso, action_dist=dist, shared_torso=bool(cfg.shared_torso))
+                                    shared_torso=bool(cfg.shared_torso), **masking)
+    return ActorCritic(torso=torso, action_dist=dist, shared_torso=bool(cfg.shared_torso),
+                       **masking)
+
+
+MASK_KEYS = ("action_mask", "legal_action_mask")  # jumanji's, pgx's
+
+
+def resolve_mask_key(requested: str, observation_space: Any, dist: ActionDist) -> str:
+    """The observation entry that masks the policy: `requested` checked against the space,
+    or for "auto" the first of MASK_KEYS the (Dict) observation has whose shape fits the
+    action head ("" when none does: an auto mask that cannot apply is left to the torso, as
+    any other entry). ValueError (starting "action_mask_key=") for an explicit key that is no
+    entry, a mask of the wrong shape, or actions no mask applies to."""
+    from gymnasium import spaces
+    entries = (observation_space.spaces if isinstance(observation_space, spaces.Dict)
+               else None)
+    if requested == "auto":
+        for key in MASK_KEYS:
+            if entries is not None and key in entries:
+                try:
+                    width = mask_width(dist)
+                except ValueError:
+                    return ""
+                return key if tuple(entries[key].shape) == (width,) else ""
+        return ""
+    if not requested or observation_space is None:  # none, or checked when traced
+        return requested
+    if entries is None or requested not in entries:
+        listed = sorted(entries) if entries is not None else "none: the observation is one array"
+        raise ValueError(f"action_mask_key={requested!r} is no entry of the observation "
+                         f"(entries: {listed}).")
+    try:
+        width = mask_width(dist)
+    except ValueError as e:
+        raise ValueError(f"action_mask_key={requested!r}: {e}") from None
+    shape = tuple(entries[requested].shape)
+    if shape != (width,):
+        per = ("each part's entries, concatenated" if isinstance(dist, MultiCategorical)
+               else "one entry per action")
+        raise ValueError(f"action_mask_key={requested!r}: the mask has shape {shape}; the "
+                         f"action head {dist} takes ({width},) ({per}).")
+    return requested
 
 
 def _as_dict(value: Any) -> dict | None:

@@ -250,6 +250,40 @@ class Joint(ActionDist):
         return self._build([d.mode(p) for d, p in zip(self.parts, self._items(params))])
 
 
+# The logit of an illegal action: its probability underflows to exactly 0 in float32, while
+# its log-probability stays finite, so 0 * log p terms (entropy, KL) are 0, never NaN (-inf
+# would make them NaN). sb3-contrib's MaskableCategorical uses -1e8 for the same reason.
+MASKED_LOGIT = -1e9
+
+
+def mask_width(dist: ActionDist) -> int:
+    """The length of the legal-action mask `dist` takes: n for Discrete(n), sum(nvec) for
+    MultiDiscrete (each part's mask, concatenated); ValueError for a distribution no mask
+    applies to."""
+    if isinstance(dist, Categorical):
+        return dist.num_actions
+    if isinstance(dist, MultiCategorical):
+        return int(sum(dist.nvec))
+    raise ValueError(f"an action mask applies to Discrete and MultiDiscrete actions (a "
+                     f"categorical head); this env's actions make {type(dist).__name__}.")
+
+
+def mask_logits(dist: ActionDist, logits: jax.Array, mask: jax.Array) -> jax.Array:
+    """`logits` [..., n] with the illegal actions' (mask == 0) set to MASKED_LOGIT.
+
+    Every use of the distribution then sees the legal actions only: sampling and `mode` never
+    pick an illegal one, log-probabilities and entropy are those of the distribution
+    renormalised over the legal actions, and the gradient reaching a masked logit is 0.
+    `mask` [..., n] may be bool, int or float (1 = legal), e.g. jumanji's and pgx's masks."""
+    width = mask_width(dist)
+    if mask.shape[-1:] != (width,):
+        kind = ("each part's mask, concatenated" if isinstance(dist, MultiCategorical)
+                else "one entry per action")
+        raise ValueError(f"an action mask of shape {tuple(mask.shape)}: {dist} takes "
+                         f"[..., {width}] ({kind}).")
+    return jnp.where(jnp.asarray(mask) != 0, logits, jnp.asarray(MASKED_LOGIT, logits.dtype))
+
+
 SUPPORTED = "Discrete, MultiDiscrete (1-D), Box (float, 1-D), and Dict/Tuple of those"
 
 

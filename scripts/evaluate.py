@@ -78,11 +78,15 @@ def read_sections(config, meta: dict) -> wiring.Sections:
     Configs saved before `agent_name` existed name their agent by the checkpoint's experiment
     (impala or ppo for the built-in entry points). The saved `resume` and `run_dir` are the
     training run's (its checkpoint may have been rotated away since, its dir be on another
-    machine) and evaluation writes no run, so they are not checked here.
+    machine) and evaluation writes no run, so they are not checked here. A config saved
+    before `env.action_mask_key` existed trained a network without a mask: its key is "".
     """
     config = config.copy_and_resolve_references()
     config.resume = ""
     config.run_dir = tempfile.gettempdir()
+    if "env" in config and "action_mask_key" not in config.env:
+        with config.env.unlocked():
+            config.env.action_mask_key = ""
     agent = None
     if not config.get("agent_name"):
         agent = meta.get("experiment") or ""

@@ -57,8 +57,15 @@ class EnvConfig:
     # is_success:max, speed:mean that an env declaring its info fields (EnvPool: the highway
     # family, the robotics tasks) reports.
     episode_metrics: str = "auto"
+    # The observation entry holding the legal actions (1 = legal) that masks the policy's
+    # categorical head (networks/distributions.py): "auto" = jumanji's `action_mask` or pgx's
+    # `legal_action_mask` when the observation has it and it fits the actions; "" = none.
+    action_mask_key: str = "auto"
 
     def __post_init__(self) -> None:
+        if not isinstance(self.action_mask_key, str):
+            raise ValueError(f"action_mask_key={self.action_mask_key!r} must be an observation "
+                             f"key, 'auto' or '' (none).")
         try:
             episode_metrics.parse(self.episode_metrics)
         except ValueError as e:

@@ -34,7 +34,8 @@ def make_agent(network: nn.Module, cfg: ImpalaConfig, num_updates: int,
 
     def init(key: jax.Array, obs) -> LearnerState:
         params = acting.init_params(network, key, obs)
-        norm = normalization.init_state(obs, cfg.obs_norm, cfg.reward_scaling, batch_envs)
+        norm = normalization.init_state(obs, cfg.obs_norm, cfg.reward_scaling, batch_envs,
+                                        raw=normalization.raw_keys(network))
         return LearnerState(params, optimizer.init(params), jnp.zeros((), jnp.int32), norm)
 
     # The actor samples from the policy and keeps the behaviour log-prob for V-trace.

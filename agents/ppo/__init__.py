@@ -35,7 +35,8 @@ def make_agent(network: nn.Module, cfg: PPOConfig, num_updates: int,
     def init(key: jax.Array, obs) -> LearnerState:
         init_key, shuffle_key = jax.random.split(key)
         params = acting.init_params(network, init_key, obs)
-        norm = normalization.init_state(obs, cfg.obs_norm, cfg.reward_scaling, batch_envs)
+        norm = normalization.init_state(obs, cfg.obs_norm, cfg.reward_scaling, batch_envs,
+                                        raw=normalization.raw_keys(network))
         return LearnerState(params, optimizer.init(params), jnp.zeros((), jnp.int32),
                             shuffle_key, ValueNorm.zeros(), norm)
 

@@ -28,8 +28,10 @@ Checked with jumanji 1.1.2 on jax 0.10.2. The suite's conventions and how they a
   leaves get shape (1,). Bounds are the spec's (DiscreteArray: [0, n-1]; unbounded: +-inf);
   a few envs step outside their own specs (TSP's position is -1 at reset, Snake's step_count
   reaches time_limit on the last step), so the Boxes are descriptive, not enforced.
-  The action mask stays part of the observation (the networks do not mask actions: an
-  invalid action has whatever effect the env gives it, e.g. Snake dies, Game2048 no-ops).
+  The `action_mask` entry masks the policy (env.action_mask_key "auto": networks/
+  distributions.py), so an agent plays legal actions only; with the key "" it is one more
+  input, and an invalid action has whatever effect the env gives it (Snake dies, Game2048
+  no-ops).
 - Actions: DiscreteArray -> Discrete(n); MultiDiscreteArray -> MultiDiscrete (flattened to
   1-D if the spec has more axes); an integer BoundedArray -> MultiDiscrete(max - min + 1)
   (shifted by its minimum); a float BoundedArray -> 1-D float32 Box (reshaped back). Any

@@ -25,8 +25,11 @@ def build_network(sections: Sections, action_space, observation_space=None) -> A
     `action_space` (and, for the auto torso, embeddings of `observation_space`'s Discrete
     leaves); an action space no head supports fails naming the env."""
     try:
-        return networks.build_network(sections.network, action_space, observation_space)
+        return networks.build_network(sections.network, action_space, observation_space,
+                                      sections.env.action_mask_key)
     except ValueError as e:
+        if str(e).startswith("action_mask_key="):
+            raise ConfigError(f"env.{e} (env.name={sections.env.name!r})") from None
         raise ValueError(f"{sections.env.name}: {e}") from None
 
 
@@ -44,6 +47,16 @@ def describe_torso(sections: Sections, network, example_obs) -> str | None:
         raise ConfigError(f"network.{e}" if str(e).startswith("encoders") else
                           f"network.torso='auto' on {sections.env.name}: {e}") from None
     return None if encoders.is_plain(example_obs) else "encoders: " + "; ".join(lines)
+
+
+def describe_mask(network) -> str | None:
+    """The start-up line naming the observation entry that masks the policy, or None."""
+    key = getattr(network, "action_mask_key", "")
+    if not key:
+        return None
+    seen = "the torso sees it too" if network.torso_sees_mask else "the torso does not see it"
+    return (f"action mask: observation entry {key!r} (1 = legal) masks the policy, which "
+            f"samples and plays legal actions only; {seen}")
 
 
 def build_agent(sections: Sections, network, num_updates: int | None = None,
@@ -74,4 +87,4 @@ def build_from_config(config: ml_collections.ConfigDict | Sections, action_space
 
 
 __all__ = ["ConfigError", "build_agent", "build_from_config", "build_network",
-           "describe_torso"]
+           "describe_mask", "describe_torso"]

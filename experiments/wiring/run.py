@@ -17,7 +17,7 @@ from typing import Any, Callable
 import ml_collections
 
 import agents
-from experiments.wiring.build import build_network, describe_torso
+from experiments.wiring.build import build_network, describe_mask, describe_torso
 from experiments.wiring.evaluation import with_evaluation
 from experiments.wiring.sections import read
 from experiments.wiring.session import (Session, exit_interrupted, exit_now_if_abandoned,
@@ -71,6 +71,7 @@ def run(config: ml_collections.ConfigDict, make_env: Callable[[int, int], Any] |
     started = driver.start(sections, make_env, wrap_env)
     network = build_network(sections, started.action_space, started.observation_space)
     torso_line = describe_torso(sections, network, started.example_obs)
+    mask_line = describe_mask(network)
     session = Session(config, sections, name, network, started.example_obs, started.shape,
                       started.plan)
     started.check(session.agent)
@@ -87,7 +88,7 @@ def run(config: ml_collections.ConfigDict, make_env: Callable[[int, int], Any] |
                 train_kwargs.get("on_update"))
         session.write_config()
         if main:
-            _announce(session, started, torso_line)
+            _announce(session, started, torso_line, mask_line)
         try:
             result = started.train(session.agent, logger, **train_kwargs)
         except Interrupted as e:  # Ctrl-C: the same summary as SIGTERM, one line, exit 130
@@ -107,12 +108,13 @@ def run(config: ml_collections.ConfigDict, make_env: Callable[[int, int], Any] |
     return result
 
 
-def _announce(session: Session, started, torso_line: str | None) -> None:
+def _announce(session: Session, started, torso_line: str | None,
+              mask_line: str | None) -> None:
     """The start-up lines: the layout, the encoder of each observation leaf (auto), the
-    batch and how the agent splits it, the run dir."""
+    action mask, the batch and how the agent splits it, the run dir."""
     shape, plan, done = session.shape, session.plan, session.done
     spec = session.sections.spec
-    for line in (*started.describe, *([torso_line] if torso_line else [])):
+    for line in (*started.describe, *(line for line in (torso_line, mask_line) if line)):
         print(line, flush=True)
     split = spec.describe(session.sections.agent, shape) if spec.describe is not None else ""
     print(f"batch: {shape.batch_envs} envs x {shape.unroll_length} steps = {shape.samples} "

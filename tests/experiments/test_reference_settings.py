@@ -179,6 +179,8 @@ _RUNTIME_ONLY_CLEANBA = {
     "agent.obs_clip": "obs_norm=False: nothing to clip",
     "env.num_threads": "EnvPool worker threads, speed only (cleanba passes none, 120-131)",
     "env.episode_metrics": "what is logged beside the return, not what is trained",
+    "env.action_mask_key": "Atari observations are one array: no mask to find",
+    "network.torso_sees_mask": "no action mask on Atari: not read",
     "network.mlp_hidden_sizes": "torso='impala_resnet': not read",
     "network.encoders": "torso='impala_resnet': not read (auto only)",
     "network.fusion_sizes": "torso='impala_resnet': not read (auto only)",
@@ -317,7 +319,8 @@ _NOT_SETTINGS = {  # how the runtime runs, not what it computes
     "env.name", "env.num_threads", "env.options", "env.episode_metrics",
     "network.mlp_hidden_sizes", "network.resnet_channels", "network.continuous_bounds",
     "network.state_dependent_std", "network.init_log_std", "network.torso_kwargs",
-    "network.encoders", "network.fusion_sizes"}  # auto's; these configs name others
+    "network.encoders", "network.fusion_sizes",  # auto's; these configs name others
+    "env.action_mask_key", "network.torso_sees_mask"}  # their envs' observations hold no mask
 # gymnax envs read only env.name and env.options; the EnvPool fields are not used.
 _ENVPOOL_ONLY = {f"env.{f.name}" for f in dataclasses.fields(EnvConfig)}
 

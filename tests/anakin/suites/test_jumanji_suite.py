@@ -151,3 +151,40 @@ def test_unknown_ids_options_and_unsupported_envs_are_named():
 def test_few_updates(tmp_path, runtime):
     few_updates(tmp_path, "jumanji:Snake-v1", runtime,
                 **{f"env.options.{k}": v for k, v in SNAKE.items()})
+
+
+@pytest.mark.parametrize("mask_key", ["auto", ""])
+def test_the_masked_policy_plays_legal_moves_only(mask_key):
+    """Game2048 forbids the moves that change nothing (its `action_mask`). With the mask found
+    (env.action_mask_key auto) the agent's sampled moves over a rollout, and its greedy
+    moves, are all legal; without it (""), the same untrained policy plays illegal ones,
+    so the check can fail. Observation normalisation on: the mask must reach the head as 0/1."""
+    from anakin import runtime
+    from experiments import wiring
+    from experiments.configs import ppo_gymnax
+    env = envs.make_env("jumanji:Game2048-v1")
+    config = ppo_gymnax.get_config()
+    config.env.name, config.env.action_mask_key = "jumanji:Game2048-v1", mask_key
+    config.agent.obs_norm = True
+    _, network, agent = wiring.build_from_config(
+        config, env.action_space, num_updates=1, observation_space=env.observation_space)
+    assert network.action_mask_key == ("action_mask" if mask_key else "")
+    example = jax.tree.map(lambda x: x[None], env.reset(jax.random.key(0)).obs)
+    state = agent.init(jax.random.key(0), example)
+    runner = runtime.init_runner(agent, env, runtime.runner_key(0), 16)
+    _, ro, _ = jax.jit(lambda p, r: runtime.rollout(agent, env, p, r, 64))(
+        agent.actor_params(state), runner)
+    masks, actions, valid = (np.asarray(x) for x in (ro.obs["action_mask"][:-1], ro.action,
+                                                     ro.valid))
+    legal = np.take_along_axis(masks, actions[..., None], -1)[..., 0] > 0
+    assert valid.sum() > 500
+    if mask_key:
+        assert legal[valid].all(), np.argwhere(valid & ~legal)[:5]
+    else:
+        assert (~legal[valid]).sum() > 20
+    greedy = np.asarray(jax.jit(agent.greedy_step)(
+        agent.actor_params(state), jax.tree.map(lambda x: x[0], ro.obs)))
+    playable = masks[0].any(-1)
+    chosen = masks[0][np.arange(16), greedy] > 0
+    if mask_key:
+        assert chosen[playable].all()
