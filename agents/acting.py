@@ -20,6 +20,8 @@ import jax.numpy as jnp
 from agents import normalization as norm_lib
 from agents.unroll import add_time, drop_time
 from networks import is_recurrent
+from networks.distributions import allows_nothing
+from podracer import legal
 
 
 class ActorParams(NamedTuple):
@@ -77,6 +79,9 @@ def make_actor_step(network: nn.Module, cfg, keep_policy: bool = False,
         action = dist.sample(policy, key)
         # The learner recomputes log-probs with the same function: the on-policy ratio is 1.
         extras = {"logp": dist.log_prob(policy, action)}
+        if (getattr(network, "action_mask_key", "")
+                and not network.mask_may_be_empty):  # checked by the runtime (podracer/legal)
+            extras[legal.NO_LEGAL] = allows_nothing(dist, obs[network.action_mask_key])
         if keep_policy:
             extras["policy"] = policy
         if keep_value:

@@ -24,6 +24,7 @@ from podracer.batch import BatchShape, UpdatePlan
 from podracer.compile_cache import DEFAULT_DIR
 from podracer.episode_metrics import EpisodeMetric
 from podracer.finite import keep_finite
+from podracer.legal import count_no_legal
 from podracer.schema import check_types
 
 AXIS = "devices"
@@ -208,9 +209,11 @@ def rollout(agent: Agent, env, actor_params, runner: Runner, T: int,
 
 def learn(agent: Agent, state, ro: Rollout, axis_name: str = AXIS):
     """The learner part, per device, as the Sebulba learner runs it (sebulba/learner.py):
-    the agent's learn_step, then the non-finite guard."""
+    the agent's learn_step, then the non-finite guard and the count of actions taken on a
+    mask that allowed none (podracer/legal.py)."""
     new_state, metrics = agent.learn_step(state, ro, axis_name)
-    return keep_finite(state, new_state, metrics, axis_name)
+    state, metrics = keep_finite(state, new_state, metrics, axis_name)
+    return state, count_no_legal(ro, metrics, axis_name)
 
 
 def make_learn_fn(agent: Agent, mesh: Mesh):

@@ -48,6 +48,7 @@ class _ActorCriticBase(nn.Module):
     action_dist: ActionDist | None = None
     action_mask_key: str = ""     # the observation key of the legal-action mask; "" = none
     torso_sees_mask: bool = False  # True: the torso also gets the mask as an input
+    mask_may_be_empty: bool = False  # True: a mask allowing nothing is the env's rule, not a bug
 
     def _split_mask(self, obs: Any) -> tuple[Any, jax.Array | None]:
         """(the observation the torso gets, the legal-action mask or None)."""

@@ -105,12 +105,14 @@ class NetworkConfig:
 
 
 def build_network(cfg: NetworkConfig, action_space: Any, observation_space: Any = None,
-                  action_mask_key: str = "") -> nn.Module:
+                  action_mask_key: str = "", mask_may_be_empty: bool = False) -> nn.Module:
     """ActorCritic with the configured torso and the policy head for `action_space`; a
     RecurrentActorCritic with an LSTM core of `cfg.lstm_size` when that is > 0.
     `observation_space` (gymnasium, of one env): the `auto` torso embeds its Discrete leaves
     (without it, they get an MLP like any integer array). `action_mask_key`: the observation
-    entry whose legal-action mask masks the policy (`resolve_mask_key`; "" = none).
+    entry whose legal-action mask masks the policy (`resolve_mask_key`; "" = none);
+    `mask_may_be_empty`: a step whose mask allows nothing is the env's rule (the runtime does
+    not stop on it, podracer/legal.py).
 
     An unsupported action space raises `from_space`'s ValueError (the caller names the env);
     torso_kwargs the torso does not take raise `make_torso`'s TypeError.
@@ -138,7 +140,8 @@ def build_network(cfg: NetworkConfig, action_space: Any, observation_space: Any 
                       init_log_std=float(cfg.init_log_std))
     torso = make_torso(cfg.torso, **kwargs)
     masking = dict(action_mask_key=resolve_mask_key(action_mask_key, observation_space, dist),
-                   torso_sees_mask=bool(cfg.torso_sees_mask))
+                   torso_sees_mask=bool(cfg.torso_sees_mask),
+                   mask_may_be_empty=bool(mask_may_be_empty))
     if cfg.lstm_size > 0:
         return RecurrentActorCritic(torso=torso, lstm_size=int(cfg.lstm_size), action_dist=dist,
                                     shared_torso=bool(cfg.shared_torso), **masking)

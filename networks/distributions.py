@@ -274,14 +274,33 @@ def mask_logits(dist: ActionDist, logits: jax.Array, mask: jax.Array) -> jax.Arr
     Every use of the distribution then sees the legal actions only: sampling and `mode` never
     pick an illegal one, log-probabilities and entropy are those of the distribution
     renormalised over the legal actions, and the gradient reaching a masked logit is 0.
-    `mask` [..., n] may be bool, int or float (1 = legal), e.g. jumanji's and pgx's masks."""
+    `mask` [..., n] may be bool, int or float (1 = legal), e.g. jumanji's and pgx's masks.
+    A mask (or a multi-categorical part's) that allows nothing masks nothing: that step's
+    policy is the unmasked one (`allows_nothing` finds those steps; the runtime stops on them
+    unless told they are the env's rule, podracer/legal.py)."""
     width = mask_width(dist)
     if mask.shape[-1:] != (width,):
         kind = ("each part's mask, concatenated" if isinstance(dist, MultiCategorical)
                 else "one entry per action")
         raise ValueError(f"an action mask of shape {tuple(mask.shape)}: {dist} takes "
                          f"[..., {width}] ({kind}).")
-    return jnp.where(jnp.asarray(mask) != 0, logits, jnp.asarray(MASKED_LOGIT, logits.dtype))
+    parts = _mask_parts(dist, jnp.asarray(mask) != 0)
+    legal = jnp.concatenate([p | ~jnp.any(p, -1, keepdims=True) for p in parts], -1)
+    return jnp.where(legal, logits, jnp.asarray(MASKED_LOGIT, logits.dtype))
+
+
+def _mask_parts(dist: ActionDist, legal: jax.Array) -> list[jax.Array]:
+    """A mask [..., n] split into the parts of a multi-categorical (one part otherwise)."""
+    if isinstance(dist, MultiCategorical):
+        return jnp.split(legal, np.cumsum(dist.nvec)[:-1], axis=-1)
+    return [legal]
+
+
+def allows_nothing(dist: ActionDist, mask: jax.Array) -> jax.Array:
+    """[...] True where `mask` [..., n] leaves no legal action (for a multi-categorical: no
+    legal value of some part), where `mask_logits` then masks nothing."""
+    parts = _mask_parts(dist, jnp.asarray(mask) != 0)
+    return jnp.any(jnp.stack([~jnp.any(p, -1) for p in parts], -1), -1)
 
 
 SUPPORTED = "Discrete, MultiDiscrete (1-D), Box (float, 1-D), and Dict/Tuple of those"

@@ -14,6 +14,7 @@ import numpy as np
 
 from podracer.checkpoint_format import Progress
 from podracer.finite import NonFiniteError
+from podracer.legal import METRIC as NO_LEGAL, NoLegalActionError
 from podracer.logging import EpisodeStats, MetricsLogger
 
 PyTree = Any
@@ -78,6 +79,15 @@ class Ledger:
                           force_print=update >= self.end_update or self.target_reached)
         if skipped:
             self._warn_or_stop(update, env_steps, scalars)
+        if scalars.get(NO_LEGAL, 0.0) > 0:
+            who = f"{self.name}: " if self.name else ""
+            raise NoLegalActionError(
+                f"{who}{int(scalars[NO_LEGAL])} step(s) of update {update} (env steps up to "
+                f"{env_steps:,d}) acted on an observation whose action mask allows no action: "
+                f"the env was given an action it forbids. Check the mask (1 = legal); if the "
+                f"env rightly allows nothing in some states (jumanji's Snake when trapped), "
+                f"set --config.env.action_mask_empty=allow: such a step then samples from the "
+                f"unmasked policy.")
         if state is None:
             return
         if self.checkpointer is not None:

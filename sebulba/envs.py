@@ -33,6 +33,9 @@ from sebulba import adapters, registry
 from sebulba.timestep import TimeStep, to_float32# noqa: F401
 
 
+MASK_EMPTY = ("error", "allow")  # env.action_mask_empty
+
+
 @dataclasses.dataclass(frozen=True)
 class EnvConfig:
     """Environment settings; Atari-only fields are ignored for other families."""
@@ -61,11 +64,19 @@ class EnvConfig:
     # categorical head (networks/distributions.py): "auto" = jumanji's `action_mask` or pgx's
     # `legal_action_mask` when the observation has it and it fits the actions; "" = none.
     action_mask_key: str = "auto"
+    # A step whose mask allows no action: "error" stops the run naming the update (a mask
+    # that is wrong); "allow" is for envs where it is the rule (jumanji's Snake when trapped):
+    # such a step's policy is the unmasked one.
+    action_mask_empty: str = "error"
 
     def __post_init__(self) -> None:
         if not isinstance(self.action_mask_key, str):
             raise ValueError(f"action_mask_key={self.action_mask_key!r} must be an observation "
                              f"key, 'auto' or '' (none).")
+        if self.action_mask_empty not in MASK_EMPTY:
+            raise ValueError(f"action_mask_empty={self.action_mask_empty!r} must be one of "
+                             f"{MASK_EMPTY} (error: stop on a step whose mask allows no "
+                             f"action; allow: it is the env's rule).")
         try:
             episode_metrics.parse(self.episode_metrics)
         except ValueError as e:

@@ -16,6 +16,7 @@ from jax.sharding import PartitionSpec as P
 
 from podracer.agent import Agent, PyTree, Rollout
 from podracer.finite import keep_finite
+from podracer.legal import count_no_legal
 from sebulba.topology import LEARNER_AXIS, Topology
 
 
@@ -66,8 +67,10 @@ def make_learn_fn(agent: Agent, topology: Topology, packer: MetricsPacker | None
     """
 
     def per_device(state, rollouts):
-        new_state, metrics = agent.learn_step(state, concat_rollouts(rollouts), LEARNER_AXIS)
+        rollout = concat_rollouts(rollouts)
+        new_state, metrics = agent.learn_step(state, rollout, LEARNER_AXIS)
         state, metrics = keep_finite(state, new_state, metrics, LEARNER_AXIS)
+        metrics = count_no_legal(rollout, metrics, LEARNER_AXIS)  # podracer/legal.py
         return state, (packer.pack(metrics) if packer is not None else metrics)
 
     # check_vma=False: library code inside losses (rlax's lax.scan with a constant initial

@@ -26,7 +26,8 @@ def build_network(sections: Sections, action_space, observation_space=None) -> A
     leaves); an action space no head supports fails naming the env."""
     try:
         return networks.build_network(sections.network, action_space, observation_space,
-                                      sections.env.action_mask_key)
+                                      sections.env.action_mask_key,
+                                      sections.env.action_mask_empty == "allow")
     except ValueError as e:
         if str(e).startswith("action_mask_key="):
             raise ConfigError(f"env.{e} (env.name={sections.env.name!r})") from None

@@ -24,6 +24,7 @@ from experiments.wiring.session import (Session, exit_interrupted, exit_now_if_a
                                         exit_on_lost_peer)
 from podracer import distributed
 from podracer.finite import NonFiniteError
+from podracer.legal import NoLegalActionError
 from podracer.results import Interrupted
 from podracer.validation import ConfigError
 
@@ -95,6 +96,8 @@ def run(config: ml_collections.ConfigDict, make_env: Callable[[int, int], Any] |
             exit_interrupted(e, session, evaluator, main, runtime=driver.name)
         except distributed.PeerLost as e:
             exit_on_lost_peer(e, train_kwargs.get("checkpointer"))
+        except NoLegalActionError as e:
+            raise NoLegalActionError(f"env.name={sections.env.name!r}: {e}") from None
         except NonFiniteError as e:  # summarised as a finished run that diverged, then raised
             if main and e.result is not None:
                 session.write_summary(e.result, evaluator, runtime=driver.name,

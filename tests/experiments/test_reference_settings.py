@@ -180,6 +180,7 @@ _RUNTIME_ONLY_CLEANBA = {
     "env.num_threads": "EnvPool worker threads, speed only (cleanba passes none, 120-131)",
     "env.episode_metrics": "what is logged beside the return, not what is trained",
     "env.action_mask_key": "Atari observations are one array: no mask to find",
+    "env.action_mask_empty": "no action mask on Atari: not read",
     "network.torso_sees_mask": "no action mask on Atari: not read",
     "network.mlp_hidden_sizes": "torso='impala_resnet': not read",
     "network.encoders": "torso='impala_resnet': not read (auto only)",
@@ -320,7 +321,8 @@ _NOT_SETTINGS = {  # how the runtime runs, not what it computes
     "network.mlp_hidden_sizes", "network.resnet_channels", "network.continuous_bounds",
     "network.state_dependent_std", "network.init_log_std", "network.torso_kwargs",
     "network.encoders", "network.fusion_sizes",  # auto's; these configs name others
-    "env.action_mask_key", "network.torso_sees_mask"}  # their envs' observations hold no mask
+    # their envs' observations hold no action mask
+    "env.action_mask_key", "env.action_mask_empty", "network.torso_sees_mask"}
 # gymnax envs read only env.name and env.options; the EnvPool fields are not used.
 _ENVPOOL_ONLY = {f"env.{f.name}" for f in dataclasses.fields(EnvConfig)}
 

@@ -196,3 +196,19 @@ def test_observation_normalisation_leaves_the_mask_as_it_is():
     seen = normalization.normalize_obs(stats, obs, clip=10.0)
     np.testing.assert_array_equal(seen["action_mask"], obs["action_mask"])
     assert abs(float(jnp.mean(seen["board"]))) < 1.0  # the board is normalised
+
+
+def test_a_mask_that_allows_nothing_masks_nothing_and_is_found():
+    from networks.distributions import allows_nothing
+    d = Categorical(3)
+    logits = jnp.asarray(RNG.normal(size=(2, 3)), jnp.float32)
+    mask = jnp.asarray([[0, 0, 0], [0, 1, 0]], jnp.float32)
+    masked = mask_logits(d, logits, mask)
+    np.testing.assert_array_equal(masked[0], logits[0])  # the unmasked policy
+    assert np.asarray(masked[1])[[0, 2]].tolist() == [MASKED_LOGIT] * 2
+    assert np.asarray(allows_nothing(d, mask)).tolist() == [True, False]
+    multi = MultiCategorical((2, 2))
+    parts = jnp.asarray([[1, 0, 0, 0], [1, 1, 0, 1]], jnp.float32)
+    assert np.asarray(allows_nothing(multi, parts)).tolist() == [True, False]
+    out = np.asarray(mask_logits(multi, jnp.zeros((2, 4)), parts))
+    assert out[0].tolist() == [0.0, MASKED_LOGIT, 0.0, 0.0]  # its empty part: unmasked
