@@ -26,15 +26,21 @@ Checked with pgx 2.6.0 on jax 0.10.2. The suite's conventions and how they are m
 - Reward: the agent's entry of `rewards`, summed over its own move and the opponents' replies
   (board games pay +1 / -1 / 0 at the end).
 - Illegal moves: pgx's own rule is kept: an illegal move (by the agent; the random opponent
-  makes none) ends the game at once with reward -1 to the mover (+1 to the others). The
-  networks do not mask actions, so a policy must learn the legal moves from the observation;
-  in 2048 a move that changes nothing is illegal (game over, -1).
-- Observation: pgx's observation array of the agent's view (also on the final step, when pgx's
-  own `observation` is the next player's view: the adapter calls pgx's `_observe(state,
-  agent)`, what `observe` calls, because `observe`'s player_id argument is deprecated in 2.6),
-  cast to float32 (bool planes -> 0/1) as one Box: [H, W, C] for the board games and MinAtar
-  (conv torsos take it), [D] for backgammon / poker. Bounds [0, 1] for bool observations,
-  +-inf otherwise. Action space: Discrete(num_actions).
+  makes none) ends the game at once with reward -1 to the mover (+1 to the others); in 2048 a
+  move that changes nothing is illegal (game over, -1). The observation carries pgx's
+  `legal_action_mask`, which masks the policy by default (env.action_mask_key "auto": the
+  agent then makes no illegal move); with the key "" the policy must learn the legal moves.
+- Info (episode metrics, env.episode_metrics): `illegal_move` (1 on the step whose move was
+  illegal: `illegal_move:max` is the illegal-move rate per game) and, in games of several
+  players, `won` (1 on a final step whose reward to the agent is positive: `won:max` is the
+  win rate).
+- Observation: a Dict of two float32 Boxes: "observation", pgx's observation array of the
+  agent's view (also on the final step, when pgx's own `observation` is the next player's
+  view: the adapter calls pgx's `_observe(state, agent)`, what `observe` calls, because
+  `observe`'s player_id argument is deprecated in 2.6), cast to float32 (bool planes -> 0/1):
+  [H, W, C] for the board games and MinAtar (conv torsos take it), [D] for backgammon / poker,
+  bounds [0, 1] for bool observations, +-inf otherwise; and "legal_action_mask" [num_actions]
+  (0/1), the agent's legal moves. Action space: Discrete(num_actions).
 
 Importing pgx builds jax arrays (its State defaults), which starts JAX's backend, as importing
 gymnax does; the runtime makes the env after a multi-host join. The spaces are derived from
@@ -103,16 +109,22 @@ class PgxEnv:
 
     @property
     def observation_space(self):
-        """A float32 Box of pgx's observation shape."""
+        """A Dict of float32 Boxes: pgx's observation and the legal-action mask."""
         from gymnasium import spaces
         obs = self._shapes.observation
         low, high = (0.0, 1.0) if obs.dtype == jnp.bool_ else (-np.inf, np.inf)
-        return spaces.Box(low, high, tuple(obs.shape), np.float32)
+        mask = self._shapes.legal_action_mask
+        return spaces.Dict({"observation": spaces.Box(low, high, tuple(obs.shape), np.float32),
+                            "legal_action_mask": spaces.Box(0.0, 1.0, tuple(mask.shape),
+                                                            np.float32)})
 
     def _observe(self, state, agent):
         if self.num_players == 1:
-            return state.observation.astype(jnp.float32)
-        return self.env._observe(state, agent).astype(jnp.float32)
+            board = state.observation.astype(jnp.float32)
+        else:
+            board = self.env._observe(state, agent).astype(jnp.float32)
+        return {"observation": board,
+                "legal_action_mask": state.legal_action_mask.astype(jnp.float32)}
 
     def _opponents(self, key, state, agent):
         """The other players' random legal moves until it is `agent`'s turn or the game is
@@ -152,14 +164,19 @@ class PgxEnv:
         """The agent's move and the opponents' replies, one step for the agent."""
         k_move, k_opp = jax.random.split(key)
         agent = state.agent
-        inner = self.env.step(state.inner, jnp.asarray(action, jnp.int32), k_move)
+        action = jnp.asarray(action, jnp.int32)
+        illegal = ~state.inner.legal_action_mask[action]
+        inner = self.env.step(state.inner, action, k_move)
         reward = inner.rewards[agent]
         inner, replies = self._opponents(k_opp, inner, agent)
         t = state.t + 1
         terminated = inner.terminated
         truncated = ~terminated & (inner.truncated | (t >= self.max_steps))
+        info = {"illegal_move": illegal.astype(jnp.float32)}
+        if self.num_players > 1:
+            info["won"] = (terminated & (inner.rewards[agent] > 0)).astype(jnp.float32)
         return (PgxState(inner, agent, t), self._observe(inner, agent),
-                (reward + replies).astype(jnp.float32), terminated, truncated)
+                (reward + replies).astype(jnp.float32), terminated, truncated, info)
 
 
 def make(env_id: str, options: dict) -> PgxEnv:

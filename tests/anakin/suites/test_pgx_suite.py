@@ -58,7 +58,7 @@ def _check_tic_tac_toe_replay(env, rows):
     own = jax.jit(env.raw.env.step)
     key = jax.random.key(0)  # tic-tac-toe draws nothing
     for i, (s, before, after, action) in enumerate(rows):
-        assert s.reward.dtype == np.float32 and s.obs.dtype == np.float32
+        assert s.reward.dtype == np.float32 and s.obs["observation"].dtype == np.float32
         if bool(before.done):
             assert (float(s.reward), bool(s.episode_over), bool(s.valid)) == (0.0, False, False)
             continue
@@ -76,14 +76,22 @@ def _check_tic_tac_toe_replay(env, rows):
         assert bool(s.terminated) == bool(after.inner.inner.terminated), i
         if not bool(s.episode_over):  # the agent's turn: pgx's own view is the agent's
             assert int(after.inner.inner.current_player) == agent
-            np.testing.assert_array_equal(s.obs, after.inner.inner.observation)
+            np.testing.assert_array_equal(s.obs["observation"], after.inner.inner.observation)
+            np.testing.assert_array_equal(s.obs["legal_action_mask"],
+                                          after.inner.inner.legal_action_mask)
+        # info: the agent's move was illegal (it was not in the mask it saw), the game won.
+        assert float(s.info["illegal_move"]) == float(
+            not before.inner.inner.legal_action_mask[action]), i
+        assert float(s.info["won"]) == float(bool(s.terminated) and float(s.reward) > 0), i
 
 
 def test_tic_tac_toe_against_pgx_step():
     # The agent moves second: a first-legal-cell game against the random opponent, then an
     # illegal move (onto the opponent's opening piece), then first-legal games again.
     env = envs.make_env("pgx:tic_tac_toe", {"agent_player": 1})
-    onto_opponent = lambda state, rng: int(np.argmax(state.obs[..., 1]))  # noqa: E731
+
+    def onto_opponent(state, rng):
+        return int(np.argmax(state.obs["observation"][..., 1]))
     rows = _play(env, [_first_legal, onto_opponent, _first_legal], 24)
     _check_tic_tac_toe_replay(env, rows)
     ends = [i for i, (s, *_) in enumerate(rows[:-1]) if s.episode_over]
@@ -100,11 +108,13 @@ def test_tic_tac_toe_against_pgx_step():
             assert (ret, end) == (-1.0, start)
         else:  # the final view is the agent's: its plane holds exactly the agent's moves
             played = {r[3] for r in rows[start:end + 1]}
-            assert set(np.flatnonzero(s.obs[..., 0])) == played and len(played) == end - start + 1
+            mine = set(np.flatnonzero(s.obs["observation"][..., 0]))
+            assert mine == played and len(played) == end - start + 1
         reset, *_ = rows[end + 1]
         assert not bool(reset.valid) and float(reset.reward) == 0.0
         # A new game, the opponent's opening move made: one piece, not the agent's.
-        assert (reset.obs[..., 0].sum(), reset.obs[..., 1].sum()) == (0.0, 1.0)
+        assert (reset.obs["observation"][..., 0].sum(),
+                reset.obs["observation"][..., 1].sum()) == (0.0, 1.0)
         start = end + 2
 
 
@@ -116,8 +126,9 @@ def test_tic_tac_toe_max_steps_truncates():
     flags = [(bool(s.terminated), bool(s.truncated), bool(s.valid)) for s, *_ in rows]
     assert flags == [(False, False, True), (False, True, True), (False, False, False)] * 2
     cut, reset = rows[1][0], rows[2][0]
-    assert (cut.obs[..., 0].sum(), cut.obs[..., 1].sum()) == (2.0, 2.0)  # the real final obs
-    assert reset.obs.sum() == 0.0  # a new game, the agent to open it
+    board = cut.obs["observation"]
+    assert (board[..., 0].sum(), board[..., 1].sum()) == (2.0, 2.0)  # the real final obs
+    assert reset.obs["observation"].sum() == 0.0  # a new game, the agent to open it
 
 
 def test_2048_rewards_and_ends_against_pgx_step():
@@ -132,7 +143,7 @@ def test_2048_rewards_and_ends_against_pgx_step():
     for i, (s, before, after, action) in enumerate(rows):
         if bool(before.done):
             assert (float(s.reward), bool(s.episode_over), bool(s.valid)) == (0.0, False, False)
-            assert (s.obs[..., 0] == 0).sum() == 2  # a fresh board: two tiles
+            assert (s.obs["observation"][..., 0] == 0).sum() == 2  # a fresh board: two tiles
             continue
         # The merges (the reward) do not depend on the key (only the new tile's place does,
         # and with it whether the board is stuck).
@@ -140,7 +151,9 @@ def test_2048_rewards_and_ends_against_pgx_step():
         assert float(s.reward) == float(mine.rewards[0]), i
         assert bool(s.terminated) == bool(after.inner.inner.terminated), i
         assert not bool(s.truncated), i
-        np.testing.assert_array_equal(s.obs, after.inner.inner.observation)
+        np.testing.assert_array_equal(s.obs["observation"], after.inner.inner.observation)
+        np.testing.assert_array_equal(s.obs["legal_action_mask"],
+                                      after.inner.inner.legal_action_mask)
     first = [float(s.reward) for s, *_ in rows[:ends[0] + 1]]
     assert sum(first) > 0 and first[-1] >= 0  # stuck: the last move was legal
     assert float(rows[ends[1]][0].reward) == -1.0  # the illegal "left"
@@ -149,17 +162,19 @@ def test_2048_rewards_and_ends_against_pgx_step():
 def test_seats_and_spaces():
     env = envs.make_env("pgx:tic_tac_toe")
     assert str(env.action_space) == "Discrete(9)"
-    space = env.observation_space
+    space = env.observation_space["observation"]
     assert space.shape == (3, 3, 2) and space.dtype == np.float32 and space.high.max() == 1.0
+    assert env.observation_space["legal_action_mask"].shape == (9,)
     # The default seat is drawn per episode: the agent opens about half of the games.
     states = jax.vmap(env.reset)(jax.random.split(jax.random.key(0), 64))
-    assert space.contains(np.asarray(states.obs[0]))
-    opened = int((np.asarray(states.obs).sum(axis=(1, 2, 3)) == 0).sum())
+    assert env.observation_space.contains(jax.tree.map(lambda x: np.asarray(x[0]), states.obs))
+    opened = int((np.asarray(states.obs["observation"]).sum(axis=(1, 2, 3)) == 0).sum())
     assert 16 < opened < 48, opened
     assert np.array_equal(np.asarray(states.inner.inner.current_player),
                           np.asarray(states.inner.agent))
     game = envs.make_env("pgx:2048")
-    assert game.observation_space.shape == (4, 4, 31) and str(game.action_space) == "Discrete(4)"
+    assert game.observation_space["observation"].shape == (4, 4, 31)
+    assert str(game.action_space) == "Discrete(4)"
     assert game.raw.max_steps == pgx_suite.DEFAULT_MAX_STEPS
 
 

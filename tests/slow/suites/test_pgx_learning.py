@@ -37,8 +37,9 @@ def _legal_random_return(env, num_envs=256, steps=100, seed=0) -> float:
 
 
 def test_ppo_beats_random_at_tic_tac_toe(tmp_path):
-    """PPO (ppo_gymnax's config as it is, no action masking) as a random seat of tic-tac-toe
-    against the uniformly random legal opponent: +1 win, -1 loss or illegal move, 0 draw.
+    """PPO (ppo_gymnax's config, with the legal-action mask as an input but not masking the
+    policy: env.action_mask_key "") as a random seat of tic-tac-toe against the uniformly
+    random legal opponent: +1 win, -1 loss or illegal move, 0 draw.
     Baselines computed here: a random legal player (random vs random) scores ~0.0 (measured
     -0.01; the opener's edge cancels over the random seats), a uniformly random player -0.88
     (`random_return`: mostly illegal moves). PPO must reach a 100-game mean of 0.7 within 500k
@@ -49,6 +50,7 @@ def test_ppo_beats_random_at_tic_tac_toe(tmp_path):
     versus_random = _legal_random_return(env)
     uniform = random_return(env)
     assert abs(versus_random) < 0.15 and uniform < -0.5
-    best = ppo_best_return(tmp_path, name, total_env_steps=500_000, stop_at_return=0.7)
+    best = ppo_best_return(tmp_path, name, total_env_steps=500_000, stop_at_return=0.7,
+                           **{"env.action_mask_key": ""})
     print(f"random legal player: {versus_random:.2f}, uniform: {uniform:.2f}")
     assert best >= 0.7
