@@ -154,17 +154,19 @@ def test_few_updates(tmp_path, runtime):
                 **{f"env.options.{k}": v for k, v in SNAKE.items()})
 
 
-@pytest.mark.parametrize("mask_key", ["auto", ""])
-def test_the_masked_policy_plays_legal_moves_only(mask_key):
+@pytest.mark.parametrize("agent_name,mask_key", [("ppo", "auto"), ("ppo", ""),
+                                                ("impala", "auto")])
+def test_the_masked_policy_plays_legal_moves_only(agent_name, mask_key):
     """Game2048 forbids the moves that change nothing (its `action_mask`). With the mask found
     (env.action_mask_key auto) the agent's sampled moves over a rollout, and its greedy
-    moves, are all legal; without it (""), the same untrained policy plays illegal ones,
-    so the check can fail. Observation normalisation on: the mask must reach the head as 0/1."""
+    moves, are all legal, for PPO and IMPALA; without it (""), the same untrained policy plays
+    illegal ones, so the check can fail. Observation normalisation on: the mask must reach
+    the head as 0/1."""
     from anakin import runtime
     from experiments import wiring
-    from experiments.configs import ppo_gymnax
+    from experiments.configs import impala_classic, ppo_gymnax
     env = envs.make_env("jumanji:Game2048-v1")
-    config = ppo_gymnax.get_config()
+    config = (ppo_gymnax if agent_name == "ppo" else impala_classic).get_config()
     config.env.name, config.env.action_mask_key = "jumanji:Game2048-v1", mask_key
     config.agent.obs_norm = True
     _, network, agent = wiring.build_from_config(
