@@ -1,0 +1,196 @@
+"""Exports a checkpoint's policy as a folder that acts without this library (jax and numpy only).
+
+    python -m scripts.export runs/ppo-HalfCheetah-v4-s0-20261201-120000 --output exported/
+    python -m scripts.export runs/<run> --checkpoint 4880 --sample
+    python -m scripts.export runs/<population run> --member 2     # or runs/<run>/members/<name>
+
+The folder holds:
+- `policy.stablehlo`: the acting function serialised with `jax.export` (StableHLO, lowered for
+  CPU, CUDA and TPU), batch-size polymorphic: `act(params, obs[, key]) -> action`, with
+  everything between the env's observation and the env's action inside: the observation
+  normalisation of the run (its statistics are parameters), the torso, the action head and its
+  post-processing (greedy: the mode, continuous actions squashed or clipped to their bounds;
+  `--sample`: a draw from the policy with the key given), Dict/Tuple actions as a dict/tuple;
+- `params.npz`: the parameters, beside the function rather than folded into it as constants:
+  a large network (an Atari ResNet) serialises in a moment, the weights stay readable with
+  numpy, and one exported function serves any checkpoint of the same network;
+- `policy.json`: the observation and action spaces, the inputs the function takes, the run's
+  config, the checkpoint's update and env step, the member, and the library and jax versions;
+- `load_policy.py`: a copy of scripts/policy_loader.py, the loader (jax and numpy only).
+
+Not inside: what the env does before its observation (EnvPool's frame stacking, resizing,
+grayscale; a gymnasium wrapper's), which the serving code must do as the training env did.
+Recurrent (LSTM) policies are not exported yet: they stop with one line. A user error (no
+checkpoint, a member missing) prints one line and exits with status 2. docs/deploy.md.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+from importlib import metadata
+from typing import Any, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import export as jax_export
+
+from experiments.wiring.user_modules import HELP as _IMPORT_HELP, import_modules
+from networks import is_recurrent
+from podracer import checkpoint
+from podracer.evaluation import EVAL_SEED
+from scripts import evaluate
+from scripts import policy_loader
+
+PLATFORMS = ("cpu", "cuda", "tpu")
+FORMAT = 1  # policy.json's layout
+
+
+def export(path: str, output: str, *, member: int | None = None, step: int | None = None,
+           greedy: bool = True, platforms: Sequence[str] = PLATFORMS,
+           imports: Sequence[str] = ()) -> str:
+    """Writes the policy of the checkpoint at `path` (a run dir, its newest checkpoint; or a
+    checkpoint dir; `step`: that update's checkpoint of the run) into `output`; returns it.
+    ValueError (one line for the command line) for a user error."""
+    import_modules(imports)
+    path, member_dir = evaluate.member_path(path)
+    if step is not None:
+        path = os.path.join(path, "checkpoints", str(step))
+    ckpt = checkpoint.resolve(path)
+    meta = checkpoint.load_metadata(ckpt)
+    saved = checkpoint.config_from_metadata(meta)
+    config, chosen, size = evaluate.pick_member(saved, member, member_dir)
+    sections = evaluate.read_sections(config, meta)
+    probe = evaluate.eval_envs(sections)(1, EVAL_SEED)
+    obs = probe.reset()
+    spaces = (probe.observation_space, probe.action_space)
+    probe.close()
+    network, agent, state = evaluate.load_agent_state(
+        ckpt, sections, obs, spaces[1], None if chosen is None else chosen.index, size,
+        spaces[0])
+    if is_recurrent(network):
+        raise ValueError(f"{ckpt}: a recurrent (LSTM) policy; scripts.export writes "
+                         f"feed-forward policies for now.")
+    leaves, treedef = jax.tree.flatten(agent.actor_params(state))
+
+    def act(params, observation, *key):
+        ap = jax.tree.unflatten(treedef, params)
+        if greedy:
+            return agent.greedy_step(ap, observation)
+        action, _ = agent.actor_step(ap, observation, jax.random.wrap_key_data(key[0]))
+        return action
+
+    batch, = jax_export.symbolic_shape("batch")
+    obs_specs = jax.tree.map(lambda x: jax.ShapeDtypeStruct((batch, *np.shape(x)[1:]),
+                                                            np.asarray(x).dtype), obs)
+    specs = [[jax.ShapeDtypeStruct(np.shape(x), x.dtype) for x in leaves], obs_specs]
+    if not greedy:
+        specs.append(jax.ShapeDtypeStruct((2,), jnp.uint32))  # threefry key data
+    exported = jax_export.export(jax.jit(act), platforms=tuple(platforms))(*specs)
+
+    os.makedirs(output, exist_ok=True)
+    with open(os.path.join(output, "policy.stablehlo"), "wb") as f:
+        f.write(exported.serialize())
+    np.savez(os.path.join(output, "params.npz"),
+             **{f"{i:05d}": np.asarray(x) for i, x in enumerate(leaves)})
+    shutil.copyfile(policy_loader.__file__, os.path.join(output, "load_policy.py"))
+    spec = {
+        "format": FORMAT, "policy": "greedy" if greedy else "sample", "recurrent": False,
+        "platforms": list(platforms),
+        "inputs": {"observation": _inputs(obs),
+                   **({} if greedy else {"key": {"shape": [2], "dtype": "uint32"}})},
+        "observation_space": space_json(spaces[0]), "action_space": space_json(spaces[1]),
+        "checkpoint": ckpt, "update": int(meta["updates"]), "env_steps": int(meta["env_steps"]),
+        "member": None if chosen is None else {"index": chosen.index, "name": chosen.name},
+        "env": sections.env.name, "versions": _versions(),
+        "config": json.loads(config.to_json())}
+    with open(os.path.join(output, "policy.json"), "w") as f:
+        json.dump(spec, f, indent=2)
+    return output
+
+
+def _inputs(obs: Any) -> dict:
+    """The observation's shapes (batch first, `null`) and dtypes, as the function takes it."""
+    def one(x):
+        x = np.asarray(x)
+        return {"shape": [None, *x.shape[1:]], "dtype": str(x.dtype)}
+    if isinstance(obs, dict):
+        return {k: one(v) for k, v in obs.items()}
+    return one(obs)
+
+
+def space_json(space: Any) -> dict:
+    """A gymnasium space as JSON (bounds as lists; infinities as JSON's Infinity)."""
+    from gymnasium import spaces
+    if isinstance(space, spaces.Discrete):
+        return {"type": "Discrete", "n": int(space.n), "start": int(space.start)}
+    if isinstance(space, spaces.MultiDiscrete):
+        return {"type": "MultiDiscrete", "nvec": np.asarray(space.nvec).tolist()}
+    if isinstance(space, spaces.Box):
+        return {"type": "Box", "shape": list(space.shape), "dtype": str(space.dtype),
+                "low": np.asarray(space.low, float).tolist(),
+                "high": np.asarray(space.high, float).tolist()}
+    if isinstance(space, spaces.Dict):
+        return {"type": "Dict", "spaces": {k: space_json(s) for k, s in space.spaces.items()}}
+    if isinstance(space, spaces.Tuple):
+        return {"type": "Tuple", "spaces": [space_json(s) for s in space.spaces]}
+    return {"type": type(space).__name__, "repr": repr(space)}
+
+
+def _versions() -> dict:
+    out = {"jax": jax.__version__}
+    try:
+        out["sebulba-rl"] = metadata.version("sebulba-rl")
+    except metadata.PackageNotFoundError:
+        out["sebulba-rl"] = "not installed (a checkout)"
+    return out
+
+
+def main(argv: list[str] | None = None) -> str:
+    p = argparse.ArgumentParser(prog="python -m scripts.export",
+                                description=__doc__.split("\n\n")[0])
+    p.add_argument("path", help="a run dir (its newest checkpoint), a checkpoint dir, or a "
+                   "population member's run dir")
+    p.add_argument("--output", default="", help="the folder to write (default: "
+                   "<run_dir>/export/update<N>-<policy>)")
+    p.add_argument("--checkpoint", type=int, default=None, metavar="N",
+                   help="the run's checkpoint of update N (default: the newest)")
+    p.add_argument("--member", type=int, default=None, metavar="I",
+                   help="member I of a population checkpoint (num_seeds, vary)")
+    kind = p.add_mutually_exclusive_group()
+    kind.add_argument("--greedy", dest="greedy", action="store_true", default=True,
+                      help="the mode of the action distribution (default)")
+    kind.add_argument("--sample", dest="greedy", action="store_false",
+                      help="a draw from the policy; the function then takes a key")
+    p.add_argument("--platforms", default=",".join(PLATFORMS),
+                   help="the platforms to lower for, comma-separated")
+    p.add_argument("--import", dest="imports", action="append", default=[],
+                   help=_IMPORT_HELP)
+    p.add_argument("--verbose", action="store_true", help="show a user error's traceback")
+    args = p.parse_args(argv)
+    output = args.output
+    try:
+        if not output:
+            run_dir = evaluate.member_path(args.path)[0]
+            meta = checkpoint.load_metadata(checkpoint.resolve(
+                run_dir if args.checkpoint is None
+                else os.path.join(run_dir, "checkpoints", str(args.checkpoint))))
+            output = os.path.join(run_dir, "export", f"update{meta['updates']}-"
+                                  f"{'greedy' if args.greedy else 'sample'}"
+                                  + (f"-member{args.member}" if args.member is not None
+                                     else ""))
+        export(args.path, output, member=args.member, step=args.checkpoint,
+               greedy=args.greedy, platforms=[s for s in args.platforms.split(",") if s],
+               imports=args.imports)
+    except evaluate.USER_ERRORS as e:
+        if args.verbose:
+            raise
+        p.exit(2, f"error: {e}\n")
+    print(f"exported: {output} (policy.stablehlo, params.npz, policy.json, load_policy.py)")
+    return output
+
+
+if __name__ == "__main__":
+    main()
