@@ -20,8 +20,10 @@ The folder holds:
 
 Not inside: what the env does before its observation (EnvPool's frame stacking, resizing,
 grayscale; a gymnasium wrapper's), which the serving code must do as the training env did.
-Recurrent (LSTM) policies are not exported yet: they stop with one line. A user error (no
-checkpoint, a member missing) prints one line and exits with status 2. docs/deploy.md.
+A recurrent (LSTM) policy's core state is an input and an output, a flat list of [B, ...]
+arrays: `act(params, obs, state[, key]) -> (action, state)`, the loader giving the zeros an
+episode starts from. A user error (no checkpoint, a member missing) prints one line and exits
+with status 2. docs/deploy.md.
 """
 from __future__ import annotations
 
@@ -70,22 +72,37 @@ def export(path: str, output: str, *, member: int | None = None, step: int | Non
     network, agent, state = evaluate.load_agent_state(
         ckpt, sections, obs, spaces[1], None if chosen is None else chosen.index, size,
         spaces[0])
-    if is_recurrent(network):
-        raise ValueError(f"{ckpt}: a recurrent (LSTM) policy; scripts.export writes "
-                         f"feed-forward policies for now.")
     leaves, treedef = jax.tree.flatten(agent.actor_params(state))
+    recurrent = is_recurrent(network)
+    # The core state travels as a flat list of [B, ...] arrays (the loader needs no tree);
+    # an episode starts from zeros (networks/cores.py), which the loader makes.
+    start, core_tree = jax.tree.flatten(network.initial_state(1) if recurrent else None)
+    if any(np.any(np.asarray(x) != 0) for x in start):
+        raise ValueError(f"{ckpt}: the network's initial core state is not zeros; the "
+                         f"loader starts episodes from zeros.")
 
-    def act(params, observation, *key):
+    def act(params, observation, *rest):
         ap = jax.tree.unflatten(treedef, params)
-        if greedy:
-            return agent.greedy_step(ap, observation)
-        action, _ = agent.actor_step(ap, observation, jax.random.wrap_key_data(key[0]))
-        return action
+        core = jax.tree.unflatten(core_tree, rest[0]) if recurrent else None
+        key = None if greedy else jax.random.wrap_key_data(rest[-1])
+        if greedy and recurrent:
+            action, core = agent.greedy_step(ap, observation, core)
+        elif greedy:
+            action = agent.greedy_step(ap, observation)
+        elif recurrent:
+            action, _, core = agent.actor_step(ap, observation, key, core)
+        else:
+            action, _ = agent.actor_step(ap, observation, key)
+        return (action, jax.tree.leaves(core)) if recurrent else action
 
     batch, = jax_export.symbolic_shape("batch")
-    obs_specs = jax.tree.map(lambda x: jax.ShapeDtypeStruct((batch, *np.shape(x)[1:]),
-                                                            np.asarray(x).dtype), obs)
-    specs = [[jax.ShapeDtypeStruct(np.shape(x), x.dtype) for x in leaves], obs_specs]
+
+    def batched(x):
+        return jax.ShapeDtypeStruct((batch, *np.shape(x)[1:]), np.asarray(x).dtype)
+    specs = [[jax.ShapeDtypeStruct(np.shape(x), x.dtype) for x in leaves],
+             jax.tree.map(batched, obs)]
+    if recurrent:
+        specs.append([batched(x) for x in start])
     if not greedy:
         specs.append(jax.ShapeDtypeStruct((2,), jnp.uint32))  # threefry key data
     exported = jax_export.export(jax.jit(act), platforms=tuple(platforms))(*specs)
@@ -97,9 +114,10 @@ def export(path: str, output: str, *, member: int | None = None, step: int | Non
              **{f"{i:05d}": np.asarray(x) for i, x in enumerate(leaves)})
     shutil.copyfile(policy_loader.__file__, os.path.join(output, "load_policy.py"))
     spec = {
-        "format": FORMAT, "policy": "greedy" if greedy else "sample", "recurrent": False,
+        "format": FORMAT, "policy": "greedy" if greedy else "sample", "recurrent": recurrent,
         "platforms": list(platforms),
         "inputs": {"observation": _inputs(obs),
+                   **({"state": [_inputs(x) for x in start]} if recurrent else {}),
                    **({} if greedy else {"key": {"shape": [2], "dtype": "uint32"}})},
         "observation_space": space_json(spaces[0]), "action_space": space_json(spaces[1]),
         "checkpoint": ckpt, "update": int(meta["updates"]), "env_steps": int(meta["env_steps"]),

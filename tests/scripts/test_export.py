@@ -158,3 +158,63 @@ def test_the_command_line_names_the_default_folder_and_refuses_a_missing_run(
         export.main([str(tmp_path / "nothing")])
     assert e.value.code == 2
     assert "no checkpoint at" in capsys.readouterr().err
+
+
+def test_an_lstm_policy_carries_its_state_as_the_library_does_over_whole_episodes(
+        impala_classic_config, tmp_path):
+    """IMPALA with an LSTM core on CartPole, 4 envs for 150 steps through episode ends: the
+    exported policy, its state carried by the caller and reset on each new episode's first
+    observation, plays the library player's actions step for step (that player resets its
+    core as the training actors do: agents/evaluation.py)."""
+    import envpool
+    config = impala_classic_config(**{"network.lstm_size": 8})
+    _saved_run(config, 4)
+    out = export.export(config.run_dir, str(tmp_path / "exported"))
+    spec = json.loads(open(os.path.join(out, "policy.json")).read())
+    # (c, h) of the policy's LSTM and of the value's (impala_classic: shared_torso False).
+    assert spec["recurrent"] and len(spec["inputs"]["state"]) == 4
+    policy = policy_loader.load(out)
+    library = evaluate.load_policy(config.run_dir).new_actor(4)
+    env = envpool.make_gymnasium("CartPole-v1", num_envs=4, seed=5)
+    obs, _ = env.reset()
+    state = policy.initial_state(4)
+    assert [s.shape for s in state] == [(4, 8)] * 4 and not np.any(state[0])
+    after_end = np.zeros(4, bool)  # EnvPool: the step after a game's end is a reset step
+    starts, ends = np.zeros(4, bool), 0
+    for _ in range(150):
+        state = policy.reset(state, starts)
+        action, state = policy(obs, state)
+        np.testing.assert_array_equal(action, library.act(obs, jax.random.key(0)))
+        obs, _, terminated, truncated, _ = env.step(action)
+        library.observe(terminated, truncated)
+        done = terminated | truncated
+        starts, after_end = after_end, done
+        ends += int(done.sum())
+    assert ends >= 4  # the state went through episode ends
+
+
+def test_a_member_of_an_anakin_population_exports_with_its_own_parameters(tmp_path):
+    """An Anakin run (gymnax CartPole) of 2 seeds: `--member I` (or the member's run dir)
+    exports member I, acting as the library's player of that member does, and the two
+    members' exports differ."""
+    from experiments import train
+    from experiments.configs import ppo_gymnax
+    config = quiet_config(ppo_gymnax.get_config(), tmp_path / "pop", num_seeds=2, num_envs=8,
+                          unroll_length=8, total_env_steps=64,
+                          **{"agent.num_minibatches": 2})
+    train.run(config)
+    obs = np.random.default_rng(0).normal(size=(16, 4)).astype(np.float32)
+    for member, name in enumerate(sorted(os.listdir(tmp_path / "pop" / "members"))):
+        by_flag = export.export(config.run_dir, str(tmp_path / f"m{member}"), member=member)
+        by_dir = export.export(str(tmp_path / "pop" / "members" / name),
+                               str(tmp_path / f"d{member}"))
+        got, _ = policy_loader.load(by_flag)(obs)
+        np.testing.assert_array_equal(policy_loader.load(by_dir)(obs)[0], got)
+        want = evaluate.load_policy(config.run_dir, member=member).new_actor(16).act(
+            obs, jax.random.key(0))
+        np.testing.assert_array_equal(got, want)
+        spec = json.loads(open(os.path.join(by_flag, "policy.json")).read())
+        assert spec["member"] == {"index": member, "name": name}
+        assert spec["config"]["seed"] == member and spec["config"]["num_seeds"] == 1
+    params = [np.load(tmp_path / f"m{m}" / "params.npz") for m in (0, 1)]
+    assert any(not np.array_equal(params[0][k], params[1][k]) for k in params[0].files)
