@@ -1,0 +1,113 @@
+"""Latency and actions per second of an exported policy (scripts/export.py, run through the
+copyable loader) beside the library's own player of the same checkpoint, in one run.
+
+    python -m benchmarks.export_latency RUN_DIR [--batches 1,64] [--seconds 3]
+    python -m benchmarks.export_latency --config experiments/configs/impala_atari.py:cpu
+
+With `--config` (no run dir) the config's freshly initialised agent is saved as a checkpoint
+in a temporary run dir: the parameters' values do not change the time. The observations are
+the env's first ones, tiled to each batch size. Each call's time includes handing the
+observation in and the action back as numpy (what a control loop pays); the two policies are
+timed in alternating rounds, and the median call of each is reported with actions per second
+(batch / median). Prints a Markdown table.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import tempfile
+import time
+
+import jax
+import numpy as np
+
+
+def _untrained_run(spec: str, run_dir: str) -> None:
+    """Saves the freshly initialised agent of config `spec` (path[:variant]) in `run_dir`."""
+    from experiments import wiring
+    from podracer import checkpoint
+    from scripts.sweep import load_config
+    from sebulba import envs
+    config = load_config(spec)
+    config.run_dir = run_dir
+    sections = wiring.read(config, devices=False, env_id=False)
+    probe = envs.make_env(sections.env, 1, 0)
+    obs = probe.reset()
+    _, _, agent = wiring.build_from_config(sections, probe.action_space, num_updates=1,
+                                           observation_space=probe.observation_space)
+    probe.close()
+    saver = checkpoint.Checkpointer(os.path.join(run_dir, "checkpoints"),
+                                    metadata={"experiment": sections.spec.name,
+                                              "config": json.loads(config.to_json())})
+    saver.close(checkpoint.Progress(agent.init(jax.random.key(0), obs), 0, 0))
+
+
+def measure(run_dir: str, batches: list[int], seconds: float) -> list[dict]:
+    from scripts import evaluate, export, policy_loader
+    folder = export.export(run_dir, os.path.join(run_dir, "export", "benchmark"),
+                           platforms=("cpu",))
+    exported = policy_loader.load(folder)
+    library = evaluate.load_policy(run_dir)
+    probe = evaluate.eval_envs(library.sections)(1, 0)
+    first = probe.reset()
+    probe.close()
+    rows = []
+    for batch in batches:
+        obs = jax.tree.map(lambda x: np.repeat(np.asarray(x), batch, axis=0), first)
+        actor = library.new_actor(batch)
+        key = jax.random.key(0)
+        state = exported.initial_state(batch)
+        calls = {
+            "exported (load_policy.py)": lambda: exported(obs, state)[0],
+            "library (scripts/evaluate.py's player)": lambda: actor.act(obs, key)}
+        times: dict[str, list[float]] = {name: [] for name in calls}
+        for fn in calls.values():  # compile and warm up
+            for _ in range(3):
+                jax.block_until_ready(fn())
+        end = time.perf_counter() + seconds * len(calls)
+        while time.perf_counter() < end:
+            for name, fn in calls.items():
+                for _ in range(20):
+                    t0 = time.perf_counter()
+                    jax.tree.map(np.asarray, fn())
+                    times[name].append(time.perf_counter() - t0)
+        for name, values in times.items():
+            median = statistics.median(values)
+            rows.append({"policy": name, "batch": batch, "calls": len(values),
+                         "median_ms": median * 1e3, "actions_per_s": batch / median})
+    return rows
+
+
+def table(rows: list[dict]) -> str:
+    lines = ["| policy | batch | median call | actions/s | calls timed |",
+             "|---|---:|---:|---:|---:|"]
+    lines += [f"| {r['policy']} | {r['batch']} | {r['median_ms']:.3f} ms | "
+              f"{r['actions_per_s']:,.0f} | {r['calls']:,d} |" for r in rows]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> list[dict]:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.export_latency",
+                                description=__doc__.split("\n\n")[0])
+    p.add_argument("run_dir", nargs="?", default="", help="a run dir with a checkpoint")
+    p.add_argument("--config", default="", help="path[:variant]: an untrained agent of it")
+    p.add_argument("--batches", default="1,64")
+    p.add_argument("--seconds", type=float, default=3.0, help="timing per policy and batch")
+    args = p.parse_args(argv)
+    if bool(args.run_dir) == bool(args.config):
+        p.error("give a run dir or --config, not both")
+    batches = [int(b) for b in args.batches.split(",")]
+    with tempfile.TemporaryDirectory() as tmp:
+        run_dir = args.run_dir
+        if args.config:
+            run_dir = os.path.join(tmp, "run")
+            _untrained_run(args.config, run_dir)
+        rows = measure(run_dir, batches, args.seconds)
+    print(table(rows))
+    return rows
+
+
+if __name__ == "__main__":
+    main()
