@@ -19,7 +19,7 @@ from tests.helpers import quiet_config
 
 class Stuck(gym.Env):
     """Three actions; from step 3 of each episode the mask allows none of them (a wrong mask,
-    say an inverted one), until the episode's time limit of 6 steps."""
+    say an inverted one), until the episode's time limit of 6 steps (a TimeLimit wrapper)."""
 
     observation_space = gym.spaces.Dict({
         "x": gym.spaces.Box(0.0, 1.0, (2,), np.float32),
@@ -37,10 +37,11 @@ class Stuck(gym.Env):
 
     def step(self, action):
         self.t += 1
-        return self._obs(), 0.0, False, self.t >= 6, {}
+        return self._obs(), 0.0, False, False, {}  # the time limit of 6 cuts it
 
 
-registry.register_env("Stuck-v0", lambda n, seed, cfg: adapters.gymnasium_env(Stuck, n, seed))
+registry.register_env("Stuck-v0", lambda n, seed, cfg: adapters.gymnasium_env(
+    lambda: gym.wrappers.TimeLimit(Stuck(), 6), n, seed))
 
 
 def _config(tmp_path, **overrides):
