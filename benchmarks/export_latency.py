@@ -1,10 +1,14 @@
 """Latency and actions per second of an exported policy (scripts/export.py, run through the
-copyable loader) beside the library's own player of the same checkpoint, in one run.
+copyable loader) beside the library's own greedy player of the same checkpoint, in one run.
 
     python -m benchmarks.export_latency RUN_DIR [--batches 1,64] [--seconds 3]
     python -m benchmarks.export_latency --config experiments/configs/impala_atari.py:cpu
 
-With `--config` (no run dir) the config's freshly initialised agent is saved as a checkpoint
+The export runs as a user runs it (`python -m scripts.export` in a subprocess) and its loader
+is imported from the folder it wrote; the library's player is the one scripts/evaluate.py
+plays (agents/evaluation.py), rebuilt here from the checkpoint's config (a run of one agent;
+a population member: export it with `--member` and time that folder's loader only). With
+`--config` (no run dir) the config's freshly initialised agent is saved as a checkpoint
 in a temporary run dir: the parameters' values do not change the time. The observations are
 the env's first ones, tiled to each batch size. Each call's time includes handing the
 observation in and the action back as numpy (what a control loop pays); the two policies are
@@ -14,9 +18,12 @@ timed in alternating rounds, and the median call of each is reported with action
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 
@@ -28,9 +35,12 @@ def _untrained_run(spec: str, run_dir: str) -> None:
     """Saves the freshly initialised agent of config `spec` (path[:variant]) in `run_dir`."""
     from experiments import wiring
     from podracer import checkpoint
-    from scripts.sweep import load_config
     from sebulba import envs
-    config = load_config(spec)
+    path, _, variant = spec.partition(":")
+    module_spec = importlib.util.spec_from_file_location("_latency_config", path)
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    config = module.get_config(variant) if variant else module.get_config()
     config.run_dir = run_dir
     sections = wiring.read(config, devices=False, env_id=False)
     probe = envs.make_env(sections.env, 1, 0)
@@ -44,19 +54,43 @@ def _untrained_run(spec: str, run_dir: str) -> None:
     saver.close(checkpoint.Progress(agent.init(jax.random.key(0), obs), 0, 0))
 
 
-def measure(run_dir: str, batches: list[int], seconds: float) -> list[dict]:
-    from scripts import evaluate, export, policy_loader
-    folder = export.export(run_dir, os.path.join(run_dir, "export", "benchmark"),
-                           platforms=("cpu",))
-    exported = policy_loader.load(folder)
-    library = evaluate.load_policy(run_dir)
-    probe = evaluate.eval_envs(library.sections)(1, 0)
-    first = probe.reset()
+def _exported(run_dir: str, folder: str):
+    """The export's policy, as a user gets it: the command line, then its copied loader."""
+    subprocess.run([sys.executable, "-m", "scripts.export", run_dir, "--output", folder,
+                    "--platforms", "cpu"], check=True, cwd=ROOT)
+    spec = importlib.util.spec_from_file_location(
+        "load_policy", os.path.join(folder, "load_policy.py"))
+    loader = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(loader)
+    return loader.load(folder)
+
+
+def _library(run_dir: str):
+    """(the library's greedy player of the run's checkpoint, the env's first observation)."""
+    from agents import evaluation as players
+    from experiments import wiring
+    from podracer import checkpoint
+    ckpt = checkpoint.resolve(run_dir)
+    config = checkpoint.config_from_metadata(checkpoint.load_metadata(ckpt))
+    config.resume, config.run_dir = "", tempfile.gettempdir()
+    sections = wiring.read(config, devices=False, env_id=False)
+    probe = wiring.host_envs(sections.env, whole_games=True)(1, 0)
+    obs, spaces = probe.reset(), (probe.observation_space, probe.action_space)
     probe.close()
+    _, network, agent = wiring.build_from_config(sections, spaces[1], num_updates=1,
+                                                 observation_space=spaces[0])
+    template = jax.eval_shape(agent.init, jax.random.key(0), obs)
+    ap = agent.actor_params(checkpoint.restore(ckpt, template).learner_state)
+    return players.eval_player("greedy", network, agent, ap, obs), ap, obs
+
+
+def measure(run_dir: str, batches: list[int], seconds: float) -> list[dict]:
+    player, ap, first = _library(run_dir)
+    exported = _exported(run_dir, os.path.join(run_dir, "export", "benchmark"))
     rows = []
     for batch in batches:
         obs = jax.tree.map(lambda x: np.repeat(np.asarray(x), batch, axis=0), first)
-        actor = library.new_actor(batch)
+        actor = player.actor(ap, batch)
         key = jax.random.key(0)
         state = exported.initial_state(batch)
         calls = {
@@ -78,6 +112,9 @@ def measure(run_dir: str, batches: list[int], seconds: float) -> list[dict]:
             rows.append({"policy": name, "batch": batch, "calls": len(values),
                          "median_ms": median * 1e3, "actions_per_s": batch / median})
     return rows
+
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def table(rows: list[dict]) -> str:
