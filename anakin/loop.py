@@ -262,7 +262,7 @@ def train(agent: Agent | pop.Population, env, ac: runtime.AnakinConfig,
                 records.append((m, updates, env_steps, scalars))
         if holds_state:  # the call's state is its last update's: counters and state together
             snap = progress()
-        stop = None  # every row is logged, even after one that stops the run
+        stop, newly = None, False  # every row is logged, even after one that stops the run
         for i, (m, u, at, scalars) in enumerate(records):
             last = holds_state and not population and i >= len(records) - size
             try:
@@ -275,6 +275,9 @@ def train(agent: Agent | pop.Population, env, ac: runtime.AnakinConfig,
                     print(f"member {m} diverged: {e} It is frozen at its last good state; "
                           f"{size - len(diverged)} of {size} members go on.", flush=True)
                     _pass_console(loggers, m, diverged)
+                    newly = True
+        if holds_state and newly:  # the snapshot (what checkpoints save) records them too
+            snap = progress()
         if stop is not None:
             raise stop
         if holds_state and population and checkpointer is not None:

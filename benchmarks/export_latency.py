@@ -34,13 +34,10 @@ import numpy as np
 def _untrained_run(spec: str, run_dir: str) -> None:
     """Saves the freshly initialised agent of config `spec` (path[:variant]) in `run_dir`."""
     from experiments import wiring
+    from experiments.wiring.command_line import load_config_file
     from podracer import checkpoint
     from sebulba import envs
-    path, _, variant = spec.partition(":")
-    module_spec = importlib.util.spec_from_file_location("_latency_config", path)
-    module = importlib.util.module_from_spec(module_spec)
-    module_spec.loader.exec_module(module)
-    config = module.get_config(variant) if variant else module.get_config()
+    config = load_config_file(spec)
     config.run_dir = run_dir
     sections = wiring.read(config, devices=False, env_id=False)
     probe = envs.make_env(sections.env, 1, 0)

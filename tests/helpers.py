@@ -2,8 +2,8 @@
 than from another test module (tests/architecture/test_test_imports.py enforces that).
 
 - `ROOT` (the repository root), quick configs (`quiet_config`, `classic_config`,
-  `micro_sweep_args`), run-dir readers (`read_metrics`) and many command lines in one process
-  (`run_command_lines`);
+  `population_config`, `micro_sweep_args`), PRNG keys as data (`key_data`), run-dir readers
+  (`read_metrics`) and many command lines in one process (`run_command_lines`);
 - agents built from a config as the runtime builds them (`build_agent`, `save_state`,
   `save_untrained`, `restore_run`, `agent_with`), and a user env module for `--import`
   (`write_user_env_module`);
@@ -62,6 +62,26 @@ def classic_config(tmp_path, **overrides):
     """The IMPALA CartPole config with run dir tmp_path/run and a quiet console."""
     from experiments.configs import impala_classic
     return quiet_config(impala_classic.get_config(), tmp_path / "run", **overrides)
+
+
+POPULATION_T, POPULATION_B = 16, 8  # population_config's steps per update and envs
+
+
+def population_config(tmp_path, **overrides):
+    """experiments/configs/ppo_gymnax.py (gymnax CartPole, Anakin) writing to tmp_path/run:
+    POPULATION_B envs x POPULATION_T steps per update, 2 minibatches, no timed checkpoints
+    (the population tests' run; `num_seeds` and `vary` among the overrides)."""
+    from experiments.configs import ppo_gymnax
+    return quiet_config(ppo_gymnax.get_config(), tmp_path / "run", num_envs=POPULATION_B,
+                        unroll_length=POPULATION_T, **{"agent.num_minibatches": 2,
+                                                       "checkpoint_every_minutes": 0.0,
+                                                       **overrides})
+
+
+def key_data(tree):
+    """`tree` with its PRNG key leaves as their raw data (comparable with numpy)."""
+    return jax.tree.map(lambda x: jax.random.key_data(x) if jax.dtypes.issubdtype(
+        x.dtype, jax.dtypes.prng_key) else np.asarray(x), tree)
 
 
 def micro_sweep_args(out) -> list[str]:

@@ -107,7 +107,7 @@ def unknown_field_message(config: Any, argv: Sequence[str]) -> str | None:
     return None
 
 
-def _load_config(value: str) -> Any:
+def load_config_file(value: str) -> Any:
     """`get_config([variant])` of the config file `value` names (`file.py[:variant]`)."""
     import importlib.util
     path, *variant = value.split(":", 1)
@@ -124,7 +124,7 @@ def flag_error_message(error: BaseException, argv: Sequence[str], default: str) 
         # ml_collections: '\'num_env\'\nDid you mean "num_envs" ...': rebuild it, with the
         # value given and the fields allowed, from the config the command names.
         try:
-            message = unknown_field_message(_load_config(_config_arg(argv, default)), argv)
+            message = unknown_field_message(load_config_file(_config_arg(argv, default)), argv)
         except Exception:  # noqa: BLE001 - fall back to ml_collections' own words
             message = None
         return message or " ".join(text.replace("\\n", " ").split())

@@ -1,13 +1,12 @@
 """N seeds and N settings in one compiled program (anakin/population.py,
 experiments/wiring/members.py): each member learns what a single run of its seed and settings
 learns; fields that change a shape or a Python branch are refused naming them; each member is
-its own run for the plotting tools; a population checkpoints and resumes whole; signals end it
-as they end one run."""
+its own run for the plotting tools; a population checkpoints and resumes whole, and refuses a
+resume with other members. A member that diverges: test_population_divergence.py."""
 import dataclasses
 import functools
 import json
 import os
-import re
 import shutil
 
 import jax
@@ -18,15 +17,14 @@ import pytest
 import agents.ppo as ppo
 from anakin import envs, population, runtime
 from experiments import train
-from experiments.configs import ppo_gymnax
 from podracer import checkpoint
-from podracer.finite import NonFiniteError
 from podracer.validation import ConfigError
 from scripts import plot, sweep
 from scripts.analysis import rundir
-from tests.helpers import quiet_config, read_metrics, small_network
+from tests.helpers import (POPULATION_B, POPULATION_T, key_data, population_config,
+                           read_metrics, small_network)
 
-T, B = 16, 8
+T, B = POPULATION_T, POPULATION_B
 CFG = ppo.PPOConfig(learning_rate=1e-3, clip_eps=0.2, reward_clip=0.0, num_minibatches=2,
                     num_epochs=2, correction="none")
 
@@ -116,12 +114,6 @@ def test_each_member_learns_what_a_single_run_of_its_seed_and_setting_learns(
     assert not np.allclose(jax.tree.leaves(p[0])[0], jax.tree.leaves(p[2])[0])
 
 
-def _config(tmp_path, **overrides):
-    return quiet_config(ppo_gymnax.get_config(), tmp_path / "run", num_envs=B,
-                        unroll_length=T, **{"agent.num_minibatches": 2,
-                                            "checkpoint_every_minutes": 0.0, **overrides})
-
-
 @pytest.mark.parametrize("vary,match", [
     ("agent.num_minibatches=[2, 4]", r"agent\.num_minibatches cannot vary within one program: "
                                      r"the agent uses it as a shape or in a Python branch"),
@@ -135,7 +127,7 @@ def _config(tmp_path, **overrides):
 ])
 def test_fields_that_cannot_vary_are_refused_naming_them(tmp_path, vary, match):
     with pytest.raises(ConfigError, match=match):
-        train.run(_config(tmp_path, total_env_steps=T * B, vary=vary))
+        train.run(population_config(tmp_path, total_env_steps=T * B, vary=vary))
     assert not (tmp_path / "run" / "members").exists()  # refused before anything was written
 
 
@@ -146,11 +138,11 @@ def test_a_vary_of_one_value_per_field_names_the_flags_to_set_instead(tmp_path):
     with pytest.raises(ConfigError, match=r"makes one member .* set "
                                           r"--config\.agent\.learning_rate=0\.001 "
                                           r"--config\.agent\.entropy_cost=0\.02 instead"):
-        train.run(_config(tmp_path, total_env_steps=T * B, vary=vary))
+        train.run(population_config(tmp_path, total_env_steps=T * B, vary=vary))
 
 
 def test_sebulba_refuses_a_population(tmp_path):
-    config = _config(tmp_path, num_seeds=2, runtime="sebulba", total_env_steps=T * B)
+    config = population_config(tmp_path, num_seeds=2, runtime="sebulba", total_env_steps=T * B)
     config.env.name = "CartPole-v1"
     with pytest.raises(ConfigError, match=r"num_seeds=2.*need runtime='anakin'"):
         train.run(config)
@@ -166,8 +158,8 @@ def population_run(tmp_path_factory):
     """A population of 2 seeds x 2 learning rates trained for 2 updates, checkpointed after
     each: (its run dir, its TrainResult). Tests that change the dir work on a copy."""
     tmp = tmp_path_factory.mktemp("population")
-    result = train.run(_config(tmp, total_env_steps=T * B * 2, num_seeds=2, vary=VARY,
-                               checkpoint_every_updates=1))
+    result = train.run(population_config(tmp, total_env_steps=T * B * 2, num_seeds=2,
+                                         vary=VARY, checkpoint_every_updates=1))
     return tmp / "run", result
 
 
@@ -264,11 +256,11 @@ def test_the_population_resumes_whole_from_its_checkpoint(population_run, tmp_pa
     assert checkpoint.list_steps(str(run / "checkpoints")) == [1, 2]
     saved = checkpoint.restore(str(run / "checkpoints" / "2"), first.learner_state)
     assert (saved.updates, saved.env_steps) == (2, 2 * T * B)
-    jax.tree.map(np.testing.assert_array_equal, _data(saved.learner_state),
-                 _data(first.learner_state))  # parameters and optimiser state, bit for bit
+    jax.tree.map(np.testing.assert_array_equal, key_data(saved.learner_state),
+                 key_data(first.learner_state))  # parameters and optimiser state, bit for bit
 
-    config = _config(tmp_path, total_env_steps=T * B * 4, num_seeds=2, vary=VARY,
-                     resume=str(run))
+    config = population_config(tmp_path, total_env_steps=T * B * 4, num_seeds=2, vary=VARY,
+                               resume=str(run))
     resumed = train.run(config)
     assert (resumed.updates, resumed.env_steps) == (4, 4 * T * B)
     for name in NAMES:
@@ -298,7 +290,7 @@ def test_the_population_resumes_whole_from_its_checkpoint(population_run, tmp_pa
     for _ in range(2):
         states, runners, _, _ = update(pop.stacked_hparams(), states, runners, n=1)
     jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-6),
-                 _data(jax.device_get(states)), _data(resumed.learner_state))
+                 key_data(jax.device_get(states)), key_data(resumed.learner_state))
 
 
 @pytest.mark.parametrize("overrides,match", [
@@ -321,88 +313,11 @@ def test_a_resume_with_other_members_is_refused_naming_the_field(
     run = tmp_path / "run"
     shutil.copytree(source, run)
     before = {n: read_metrics(run / "members" / n) for n in NAMES}
-    config = _config(tmp_path, total_env_steps=T * B * 4, num_seeds=2, vary=VARY,
-                     resume=str(run))
+    config = population_config(tmp_path, total_env_steps=T * B * 4, num_seeds=2, vary=VARY,
+                               resume=str(run))
     for key, value in overrides.items():
         config[key] = value
     with pytest.raises(ConfigError, match=r"resume=.*: .*" + match):
         train.run(config)
     assert {n: read_metrics(run / "members" / n) for n in NAMES} == before
     assert checkpoint.list_steps(str(run / "checkpoints")) == [1, 2]
-
-
-def _data(tree):
-    """`tree` with its PRNG key leaves as their raw data (comparable with numpy)."""
-    return jax.tree.map(lambda x: jax.random.key_data(x) if jax.dtypes.issubdtype(
-        x.dtype, jax.dtypes.prng_key) else np.asarray(x), tree)
-
-
-DIVERGING = "agent.learning_rate=[1e30, 0.001]"
-
-
-def test_a_diverged_member_stops_alone_and_the_others_go_on(tmp_path, capsys):
-    """A learning-rate sweep where one rate diverges: that member is frozen at its last good
-    state once `max_nonfinite_updates` of its updates in a row were non-finite, marked
-    diverged in its summary.json, the run dir's and the sweep table's; the other member
-    trains to the end, and prints the progress lines the diverged member 0 printed. A resume
-    keeps it frozen (the checkpoint says it diverged)."""
-    config = _config(tmp_path, total_env_steps=T * B * 6, vary=DIVERGING, console_every_s=0.0,
-                     max_nonfinite_updates=2, checkpoint_every_updates=1, checkpoint_keep=10)
-    result = train.run(config)
-    assert (result.updates, result.env_steps) == (6, 6 * T * B)
-    run = tmp_path / "run"
-    names = sorted(os.listdir(run / "members"))
-    lost, healthy = (run / "members" / n for n in names)
-    assert [r["updates"] for r in read_metrics(healthy)] == [1, 2, 3, 4, 5, 6]
-    lost_rows = read_metrics(lost)
-    assert all(r["nonfinite/skipped"] == 1.0 for r in lost_rows[-2:])
-    gone = json.loads((lost / "summary.json").read_text())["diverged"]
-    assert gone["update"] == lost_rows[-1]["updates"] < 6, (gone, lost_rows)
-    assert "2 non-finite updates in a row" in gone["error"]
-    assert "diverged" not in json.loads((healthy / "summary.json").read_text())
-    out = capsys.readouterr().out
-    assert "member 0 diverged: 2 non-finite updates in a row" in out, out
-    # A progress line for every update (console_every_s=0): member 0's up to the one that
-    # stopped it, then member 1's from that update on (the quiet member printed none before).
-    progress = [line for line in out.splitlines() if " steps " in line and " sps " in line]
-    steps = [int(re.search(r"steps +([\d,]+)/", line)[1].replace(",", "")) for line in progress]
-    assert steps == [T * B * u for u in range(1, 7) if u <= gone["update"]] + [
-        T * B * u for u in range(gone["update"], 7)], progress
-    # Frozen: its state after the divergence is the same in every later checkpoint.
-    states = [checkpoint.restore(str(run / "checkpoints" / str(u)), result.learner_state)
-              .learner_state for u in (gone["update"] + 1, 6)]
-    frozen = [_data(population.member_state(s, 0)) for s in states]
-    jax.tree.map(np.testing.assert_array_equal, *frozen)
-    assert not np.allclose(*(jax.tree.leaves(population.member_state(s, 1).params)[0]
-                             for s in states))  # ...while member 1 learned on
-    top = json.loads((run / "summary.json").read_text())
-    assert [bool(m.get("diverged")) for m in top["members"]] == [True, False]
-    assert "episode/return_mean" not in top  # not member 0's statistics, unlabelled
-    assert top["aggregate"]["members"] == 1 and top["aggregate"]["diverged"] == 1
-    assert top["aggregate"]["episode/return_mean"] == pytest.approx(
-        json.loads((healthy / "summary.json").read_text())["episode/return_mean"])
-    rows = sweep.main(["table", str(run)])
-    out = capsys.readouterr().out
-    assert [(r["seeds"], r["of"], r["diverged"]) for r in rows] == [
-        (0, 1, [str(lost)]), (1, 1, [])]
-    assert "0/1 (1 diverged)" in out and "not counted, diverged" in out, out
-
-    resumed = train.run(_config(tmp_path, total_env_steps=T * B * 8, vary=DIVERGING,
-                                max_nonfinite_updates=2, resume=str(run)))
-    assert resumed.updates == 8
-    assert [r["updates"] for r in read_metrics(healthy)][-2:] == [7, 8]
-    assert read_metrics(lost) == lost_rows  # frozen across the resume: no new rows
-    assert json.loads((lost / "summary.json").read_text())["diverged"] == gone
-
-
-def test_a_population_where_every_member_diverges_stops_with_every_summary(tmp_path):
-    config = _config(tmp_path, total_env_steps=T * B * 8, vary="agent.learning_rate=[1e30, 1e31]",
-                     max_nonfinite_updates=2)
-    with pytest.raises(NonFiniteError, match=r"every member diverged \(2 of 2\)"):
-        train.run(config)
-    run = tmp_path / "run"
-    for name in sorted(os.listdir(run / "members")):
-        summary = json.loads((run / "members" / name / "summary.json").read_text())
-        assert summary["diverged"]["update"] < 8 and summary["stopped_by"] is None
-    top = json.loads((run / "summary.json").read_text())
-    assert top["aggregate"]["diverged"] == 2
