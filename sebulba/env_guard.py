@@ -23,6 +23,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from sebulba.env_workers import EnvWorkerError
 from sebulba.envs import TimeStep
 
 
@@ -36,6 +37,12 @@ def has_native_send_recv(env: Any) -> bool:
     attributes (`__getattr__`) to an EnvPool pool does not have its own `step` bypassed."""
     cls = type(env)
     return callable(getattr(cls, "send", None)) and callable(getattr(cls, "recv", None))
+
+
+def _describe(e: BaseException) -> str:
+    """A worker's error (sebulba/env_workers.py) already names its env and worker and carries
+    the worker's traceback: kept readable (str, not repr's one escaped line)."""
+    return f"{type(e).__name__}: {e}" if isinstance(e, EnvWorkerError) else repr(e)
 
 
 def _spec(obs: Any) -> list[tuple[tuple[int, ...], np.dtype]]:
@@ -67,7 +74,7 @@ class CheckedEnv:
         try:
             obs = self.env.reset()
         except Exception as e:  # noqa: BLE001 - any env error becomes a located EnvFault
-            raise EnvFault(f"{self.name}: env.reset() raised {e!r}") from e
+            raise EnvFault(f"{self.name}: env.reset() raised {_describe(e)}") from e
         self._spec = _spec(obs)
         self._check_obs(obs, "reset")
         return obs
@@ -78,7 +85,7 @@ class CheckedEnv:
             ts = self.env.step(action)
         except Exception as e:  # noqa: BLE001
             raise EnvFault(f"{self.name}: env.step() raised at step {self.steps} of its "
-                           f"pool: {e!r}") from e
+                           f"pool: {_describe(e)}") from e
         return self._check_step(ts)
 
     def send(self, action: Any) -> None:
@@ -96,7 +103,7 @@ class CheckedEnv:
                 self._worker.send(action)
         except Exception as e:  # noqa: BLE001
             raise EnvFault(f"{self.name}: env.send() raised at step {self.steps} of its "
-                           f"pool: {e!r}") from e
+                           f"pool: {_describe(e)}") from e
 
     def recv(self) -> TimeStep:
         """Waits for the step `send` started; the same checks as `step`."""
@@ -109,7 +116,7 @@ class CheckedEnv:
                 ts = self._worker.recv()
         except Exception as e:  # noqa: BLE001
             raise EnvFault(f"{self.name}: env.step() raised at step {self.steps} of its "
-                           f"pool: {e!r}") from e
+                           f"pool: {_describe(e)}") from e
         return self._check_step(ts)
 
     def _check_step(self, ts: TimeStep) -> TimeStep:

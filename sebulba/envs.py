@@ -23,14 +23,14 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import functools
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
 from podracer import episode_metrics
-from sebulba import adapters, registry
+from sebulba import adapters, env_workers, registry
 # Re-exported: the step record and the float32 cast are part of this module's env API.
-from sebulba.timestep import TimeStep, to_float32# noqa: F401
+from sebulba.timestep import TimeStep, to_float32  # noqa: F401
 
 
 MASK_EMPTY = ("error", "allow")  # env.action_mask_empty
@@ -51,6 +51,10 @@ class EnvConfig:
     stack_num: int = 4               # stacked frames in the observation
     img_size: int = 84               # square grayscale frame size
     full_action_space: bool = False  # 18 actions instead of the game's minimal set
+    # Worker processes that step a registered or "gymnasium:" env (Python simulators), each
+    # hosting a contiguous slice of every env batch (sebulba/env_workers.py); 0 = step in the
+    # actor's own thread. EnvPool ids refuse it: their C++ pools step in num_threads threads.
+    workers: int = 0
     # Extra settings: passed to a registered env's maker (as env_config.options), to
     # gymnasium.make for "gymnasium:<id>" names, and to envpool.make for EnvPool ids.
     options: dict[str, Any] = dataclasses.field(default_factory=dict)
@@ -88,7 +92,7 @@ class EnvConfig:
         if not 0.0 <= self.repeat_action_probability <= 1.0:
             raise ValueError(f"repeat_action_probability={self.repeat_action_probability} "
                              f"must be in [0, 1].")
-        for name in ("num_threads", "max_episode_steps"):
+        for name in ("num_threads", "max_episode_steps", "workers"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name}={getattr(self, name)} must be >= 0 (0 = default).")
         for name in ("frame_skip", "stack_num", "img_size"):
@@ -232,12 +236,45 @@ def sample_actions(space: Any, n: int) -> Any:
     return np.stack([np.asarray(space.sample()) for _ in range(n)])
 
 
+def worker_maker(cfg: EnvConfig) -> Callable[[int, int], Any]:
+    """What each worker process of `env.workers` calls, `(num_envs, seed) -> env batch`,
+    picklable by reference: a registered env's maker, or a gymnasium id's spec (a worker has
+    not imported the module that registered it, so the spec travels, not the id). Raises a
+    ValueError for an EnvPool id."""
+    inner = dataclasses.replace(cfg, workers=0)
+    maker = registry.env_maker(cfg.name)
+    if maker is not None:
+        return functools.partial(_registered_batch, inner, maker)
+    if cfg.name.startswith(registry.GYMNASIUM_PREFIX):
+        import gymnasium
+        check_env_id(cfg.name)
+        spec = gymnasium.spec(cfg.name[len(registry.GYMNASIUM_PREFIX):])
+        return functools.partial(_gymnasium_batch, spec, dict(cfg.options))
+    raise ValueError(f"env.workers={cfg.workers} steps Python envs (a registered env or "
+                     f"'gymnasium:<id>'); {cfg.name!r} is an EnvPool id, whose C++ pool steps "
+                     f"in env.num_threads threads: set env.workers=0.")
+
+
+def _registered_batch(cfg: EnvConfig, maker: Any, num_envs: int, seed: int) -> Any:
+    return adapters.as_runtime_env(maker(num_envs, seed, cfg), num_envs, seed,
+                                   f"the env maker registered as {cfg.name!r}")
+
+
+def _gymnasium_batch(spec: Any, options: dict, num_envs: int, seed: int) -> Any:
+    import gymnasium
+    return adapters.gymnasium_env(functools.partial(gymnasium.make, spec, **options),
+                                  num_envs, seed)
+
+
 def make_env(cfg: EnvConfig, num_envs: int, seed: int,
              render_mode: str | None = None) -> Any:
     """Creates `num_envs` environments seeded from `seed` (each env gets seed + index): a
     registered env, a "gymnasium:<id>", or an EnvPool id (module docstring)."""
     if num_envs <= 0:
         raise ValueError(f"num_envs must be positive, got {num_envs}.")
+    if cfg.workers > 0:
+        return env_workers.ProcessEnvBatch(worker_maker(cfg), num_envs, seed, cfg.workers,
+                                           name=cfg.name)
     maker = registry.env_maker(cfg.name)
     if maker is not None:
         return adapters.as_runtime_env(maker(num_envs, seed, cfg), num_envs, seed,

@@ -38,6 +38,7 @@ class Layout:
     cpus: int
     auto: tuple[str, ...]   # which fields were chosen here
     note: str = ""          # why the auto choice is below the cores' (a split that divides)
+    env_workers: int = 0    # env.workers: worker processes per pool of a Python env
 
     @property
     def actor_threads(self) -> int:
@@ -46,11 +47,12 @@ class Layout:
     def describe(self) -> str:
         rc = self.runtime
         chosen = f" (auto: {', '.join(self.auto)}{self.note})" if self.auto else ""
+        steps = (f"{self.env_workers} env worker process(es) per pool" if self.env_workers
+                 else f"EnvPool {self.env_threads} worker thread(s) per pool")
         return (f"layout: {rc.num_envs} envs per process = actor devices "
                 f"{list(rc.actor_device_ids)} x {self.actor_threads} thread(s) x "
-                f"{rc.envs_per_thread} envs, EnvPool {self.env_threads} worker thread(s) per "
-                f"pool, learner devices {list(rc.learner_device_ids)}, {self.cpus} CPU "
-                f"cores{chosen}")
+                f"{rc.envs_per_thread} envs, {steps}, learner devices "
+                f"{list(rc.learner_device_ids)}, {self.cpus} CPU cores{chosen}")
 
 
 def _splits(rc: RuntimeConfig, threads: int) -> bool:
@@ -59,10 +61,11 @@ def _splits(rc: RuntimeConfig, threads: int) -> bool:
             and (rc.num_envs // shares) % len(rc.learner_device_ids) == 0)
 
 
-def resolve(rc: RuntimeConfig, env_threads: int = 1, cpus: int | None = None) -> Layout:
+def resolve(rc: RuntimeConfig, env_threads: int = 1, cpus: int | None = None,
+            env_workers: int = 0) -> Layout:
     """Resolves the 0 (auto) fields, `rc.num_actor_threads` and `env_threads` (EnvPool worker
     threads per pool, `env.num_threads`), for a host with `cpus` cores (default:
-    usable_cpus())."""
+    usable_cpus()). `env_workers` (env.workers) is only reported."""
     cpus = usable_cpus() if cpus is None else cpus
     devices = len(rc.actor_device_ids)
     auto, note = [], ""
@@ -78,4 +81,4 @@ def resolve(rc: RuntimeConfig, env_threads: int = 1, cpus: int | None = None) ->
     if env_threads == 0:
         env_threads = max(1, cpus // (devices * threads))
         auto.append("env.num_threads")
-    return Layout(rc, env_threads, cpus, tuple(auto), note)
+    return Layout(rc, env_threads, cpus, tuple(auto), note, env_workers)

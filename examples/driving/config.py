@@ -37,6 +37,7 @@ def get_config(variant: str = "ppo") -> ml_collections.ConfigDict:
         name="Driving-v0",             # registered by examples/driving/__init__.py
         num_threads=0,                 # EnvPool-only fields, unused by this env
         max_episode_steps=0,
+        workers=0,                     # worker processes stepping the env (0: the actor's)
         # The crash rate and each reward term's sum per game, beside the return
         # (podracer/episode_metrics.py; the env's info holds them).
         episode_metrics="crashed:max,rewards.*:sum",

@@ -60,6 +60,10 @@ class AnakinRuntime:
         return population
 
     def check_env(self, env, joins_a_job: bool) -> None:
+        if env.workers:
+            raise ConfigError(f"env.workers={env.workers}: worker processes step Python envs "
+                              f"under runtime='sebulba'; Anakin steps its JAX env on the "
+                              f"devices: set env.workers=0.")
         # Importing gymnax starts JAX's backend, which must wait for a multi-host join: then
         # `start` checks it, right after joining.
         if not joins_a_job:

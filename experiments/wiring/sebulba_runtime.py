@@ -35,7 +35,7 @@ class SebulbaRuntime:
     def read(self, config: ml_collections.ConfigDict, env: envs.EnvConfig):
         rc = read_section(RuntimeConfig, config, "", whole=False)
         try:
-            chosen = layout.resolve(rc, env.num_threads)
+            chosen = layout.resolve(rc, env.num_threads, env_workers=env.workers)
         except ValueError as e:
             raise ConfigError(str(e)) from None
         rc = chosen.runtime
@@ -57,11 +57,17 @@ class SebulbaRuntime:
 
     def check_env(self, env: envs.EnvConfig, joins_a_job: bool) -> None:
         if is_jax_env(env):
+            if env.workers:
+                raise ConfigError(f"env.workers={env.workers}: {env.name!r} is a JAX env, "
+                                  f"stepped on the host in one batched call; worker processes "
+                                  f"are for Python envs: set env.workers=0.")
             if not joins_a_job:  # importing gymnax starts JAX: after a multi-host join only
                 anakin_runtime.make_env(env)
             return
         try:
             envs.check_env_id(env.name)
+            if env.workers:
+                envs.worker_maker(env)  # an EnvPool id or a maker no worker can import
         except ValueError as e:
             raise ConfigError(f"env.name={env.name!r}: {e}") from None
 

@@ -50,6 +50,8 @@ def test_checkpoint_and_resume_continue_the_run(ppo_gymnax_config, tmp_path):
     ({"learner_device_ids": (0, 1, 2), "num_envs": 64}, r"num_envs.*divisible"),
     ({"eval_policy": "best"}, r"eval_policy='best'"),
     ({"env.options": {"max_steps": 3}}, r"unknown EnvParams field"),
+    ({"env.workers": 2}, r"env.workers=2: worker processes step Python envs under "
+                         r"runtime='sebulba'"),
 ])
 def test_config_errors_name_the_field(ppo_gymnax_config, overrides, match):
     with pytest.raises(ConfigError, match=match):

@@ -62,6 +62,11 @@ BAD = [  # (experiment, overrides, message regex)
     ("impala", {"env.name": "CartPol-v1"}, r"env\.name='CartPol-v1'.*Close matches: CartPole-v1"),
     ("impala", {"env.noop_max": 0}, r"env\.noop_max=0; must be >= 1"),
     ("impala", {"env.frame_skip": "4"}, r"env\.frame_skip='4' has type str; expected int"),
+    ("impala", {"env.workers": 2}, r"env\.name='CartPole-v1': env\.workers=2 steps Python "
+                                   r"envs .* 'CartPole-v1' is an EnvPool id"),
+    ("impala", {"env.workers": 2, "env.name": "gymnax:CartPole-v1"},
+     r"env\.workers=2: 'gymnax:CartPole-v1' is a JAX env"),
+    ("impala", {"env.workers": -1}, r"env\.workers=-1 must be >= 0"),
     ("impala", {"env.nme": "x"}, r"env\.nme is not a field of EnvConfig; allowed: name, "),
     ("impala", {"network.torso": "transformer"},
      r"network\.torso='transformer': unknown torso 'transformer'.*Registered torsos: .*mlp"),

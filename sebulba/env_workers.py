@@ -1,0 +1,433 @@
+"""Python env batches stepped in worker processes (`env.workers=N`), so that a simulator written
+in Python uses the host's cores instead of the actor's one thread.
+
+`ProcessEnvBatch(make_batch, num_envs, seed, workers, name)` splits `num_envs` envs into
+`workers` contiguous slices; worker w runs `make_batch(n_w, seed + lo_w)` (an in-process env
+batch with the runtime's API and episode semantics: sebulba/envs.py, sebulba/adapters.py) in a
+process of its own, so env i still gets seed + i and keeps the trajectories it has in the
+actor's process. Observations come back through shared memory (one block per observation
+leaf, each worker writing its rows); actions, rewards, flags and `info` go through a pipe.
+`send`/`recv` split the step (the workers step while the actor runs the policy of its other
+half-pool, sebulba/actor_pools.py).
+
+Why not gymnasium's AsyncVectorEnv(shared_memory=True): it runs one process per env, so 64
+envs on a 16-core host are 64 processes contending for 16 cores; its workers also cannot host a
+registered env batch (one maker for a batch, the runtime's API) nor report worker deaths by
+name. The design follows the well-kept ones (SB3's SubprocVecEnv, Sample Factory): spawned
+daemon processes ("spawn": forking a process that runs JAX threads is unsafe), one pipe each.
+
+Faults: a worker that raises (building, resetting or stepping) or dies (killed, crashed)
+raises `EnvWorkerError` naming the env, the worker, its envs and pid, with the worker's
+traceback; sebulba/env_guard.py turns it into the actor's EnvFault. Shutdown: workers ignore
+SIGINT (the trainer's Ctrl-C handling closes them after the final checkpoint), `close` asks
+them to exit and terminates stragglers, and a worker whose parent dies reads end-of-file on
+its pipe and exits, so no process outlives the run.
+"""
+from __future__ import annotations
+
+import importlib.util
+import multiprocessing
+import pickle
+import signal
+import sys
+import time
+import traceback
+import weakref
+from multiprocessing import shared_memory
+from typing import Any, Callable
+
+import numpy as np
+
+from sebulba.timestep import TimeStep
+
+_JOIN_S = 5.0  # seconds `close` waits for a worker before terminating it
+
+
+class EnvWorkerError(RuntimeError):
+    """A worker process raised or died; the message names the env, the worker and its envs."""
+
+
+def split(num_envs: int, workers: int) -> list[tuple[int, int]]:
+    """Contiguous [lo, hi) env slices of `num_envs` over `workers` (the first ones one larger
+    when it does not divide)."""
+    base, extra = divmod(num_envs, workers)
+    out, lo = [], 0
+    for w in range(workers):
+        hi = lo + base + (w < extra)
+        out.append((lo, hi))
+        lo = hi
+    return out
+
+
+class ProcessEnvBatch:
+    """`num_envs` envs stepped in `min(workers, num_envs)` worker processes (module doc).
+
+    `make_batch(num_envs, seed)` must be picklable by reference (a module-level function, or a
+    functools.partial of one): each worker unpickles and calls it.
+    """
+
+    def __init__(self, make_batch: Callable[[int, int], Any], num_envs: int, seed: int,
+                 workers: int, name: str = "env") -> None:
+        if num_envs < 1 or workers < 1:
+            raise ValueError(f"{name}: num_envs={num_envs} and workers={workers} must be >= 1.")
+        self.name = name
+        self.num_envs = num_envs
+        self._slices = split(num_envs, min(workers, num_envs))
+        payload = _payload(make_batch, name)
+        ctx = multiprocessing.get_context("spawn")
+        self._procs: list = []
+        self._conns: list = []
+        self._shm: list[shared_memory.SharedMemory] = []
+        self._views: list[np.ndarray] | None = None
+        self._obs_tree: Any = None
+        self._closed = False
+        self._finalizer = weakref.finalize(self, _shutdown, self._procs, self._conns, self._shm)
+        for w, (lo, hi) in enumerate(self._slices):
+            parent, child = ctx.Pipe()
+            proc = ctx.Process(target=_serve, args=(child, payload, hi - lo, seed + lo),
+                               name=f"{name}-worker{w}", daemon=True)
+            proc.start()
+            child.close()  # the worker holds the only other end: EOF when it dies
+            self._procs.append(proc)
+            self._conns.append(parent)
+        try:
+            described = [self._receive(w, "building its envs") for w in range(self.workers)]
+        except BaseException:
+            self.close()
+            raise
+        self.observation_space, self.action_space, fields = described[0]
+        if fields is not None:
+            self.info_fields = tuple(fields)
+
+    @property
+    def workers(self) -> int:
+        return len(self._slices)
+
+    @property
+    def pids(self) -> list[int]:
+        return [p.pid for p in self._procs]
+
+    def reset(self) -> Any:
+        for conn in self._conns:
+            conn.send(("reset", None))
+        parts = [self._receive(w, "reset") for w in range(self.workers)]
+        obs = _concat(parts)
+        if self._views is None:
+            self._attach(obs)
+        return obs
+
+    def step(self, action: Any) -> TimeStep:
+        self.send(action)
+        return self.recv()
+
+    def send(self, action: Any) -> None:
+        """Hands each worker its envs' actions and returns at once."""
+        for w, (lo, hi) in enumerate(self._slices):
+            try:
+                self._conns[w].send(("step", _rows(action, lo, hi)))
+            except (BrokenPipeError, ConnectionResetError, EOFError):
+                raise self._died(w, "step") from None
+
+    def recv(self) -> TimeStep:
+        """Waits for every worker's step; the observation is read from shared memory."""
+        parts, errors = [], []
+        for w in range(self.workers):  # every reply is read, so none is left in a pipe
+            try:
+                parts.append(self._receive(w, "step"))
+            except EnvWorkerError as e:
+                errors.append(e)
+        if errors:
+            raise errors[0]
+        if self._views is None:  # stepped before any reset: observations came by pipe
+            obs = _concat([p[0] for p in parts])
+        else:
+            obs = _rebuild(self._obs_tree, [np.array(v) for v in self._views])
+        reward, terminated, truncated, over = (np.concatenate([p[i] for p in parts])
+                                               for i in range(1, 5))
+        info = _merge_info([p[5] for p in parts], [hi - lo for lo, hi in self._slices])
+        return TimeStep(obs, reward, terminated, truncated, over, info)
+
+    def render(self, env_id: int = 0) -> Any:
+        for w, (lo, hi) in enumerate(self._slices):
+            if lo <= env_id < hi:
+                self._conns[w].send(("render", env_id - lo))
+                return self._receive(w, "render")
+        raise IndexError(f"{self.name}: env_id={env_id} not in [0, {self.num_envs}).")
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._finalizer()
+
+    def _attach(self, obs: Any) -> None:
+        """Shared blocks for the observation leaves, shaped like the batch `reset` returned;
+        each worker then writes its rows in place of sending them."""
+        leaves, self._obs_tree = _flatten(obs)
+        self._views = []
+        specs = []
+        for leaf in leaves:
+            shm = shared_memory.SharedMemory(create=True, size=max(leaf.nbytes, 1))
+            self._shm.append(shm)
+            self._views.append(np.ndarray(leaf.shape, leaf.dtype, buffer=shm.buf))
+            specs.append((shm.name, leaf.shape, leaf.dtype.str))
+        for w, (lo, hi) in enumerate(self._slices):
+            self._conns[w].send(("attach", (specs, lo, hi)))
+        for w in range(self.workers):
+            self._receive(w, "attaching shared memory")
+
+    def _receive(self, w: int, doing: str) -> Any:
+        conn, proc = self._conns[w], self._procs[w]
+        try:
+            while not conn.poll(1.0):
+                if not proc.is_alive():
+                    raise EOFError
+            status, value = conn.recv()
+        except (EOFError, ConnectionResetError, BrokenPipeError, OSError):
+            raise self._died(w, doing) from None
+        if status == "error":
+            raise EnvWorkerError(f"{self._where(w)} raised while {doing}:\n{value}")
+        return value
+
+    def _died(self, w: int, doing: str) -> EnvWorkerError:
+        proc = self._procs[w]
+        proc.join(timeout=1.0)
+        code = proc.exitcode
+        how = ("is still running but closed its pipe" if code is None else
+               f"was killed by signal {-code}" if code < 0 else f"exited with code {code}")
+        return EnvWorkerError(f"{self._where(w)} died while {doing}: the process {how}.")
+
+    def _where(self, w: int) -> str:
+        lo, hi = self._slices[w]
+        return (f"env {self.name!r}: worker {w} of {self.workers} (envs {lo}..{hi - 1}, "
+                f"pid {self._procs[w].pid})")
+
+
+def _shutdown(procs: list, conns: list, blocks: list) -> None:
+    """Asks every worker to exit, terminates the ones that do not, frees the shared memory."""
+    for conn in conns:
+        try:
+            conn.send(("close", None))
+        except (OSError, ValueError):
+            pass
+    deadline = time.monotonic() + _JOIN_S
+    for proc in procs:
+        proc.join(timeout=max(0.0, deadline - time.monotonic()))
+        if proc.is_alive():
+            proc.terminate()
+            proc.join(timeout=1.0)
+        if proc.is_alive():
+            proc.kill()
+            proc.join(timeout=1.0)
+    for conn in conns:
+        conn.close()
+    for shm in blocks:
+        shm.close()
+        try:
+            shm.unlink()
+        except FileNotFoundError:
+            pass
+    blocks.clear()
+
+
+def _payload(make_batch: Any, name: str) -> tuple[bytes, dict[str, str]]:
+    """The maker pickled, with the files of user modules a worker cannot import by name (an
+    `--import path/to/file.py` outside sys.path): the worker loads those first."""
+    try:
+        data = pickle.dumps(make_batch)
+    except (pickle.PicklingError, AttributeError, TypeError) as e:
+        raise ValueError(
+            f"env {name!r}: env.workers needs an env maker that worker processes can import by "
+            f"name (a module-level function, not a lambda or a closure); {make_batch!r} "
+            f"cannot be sent: {e}") from None
+    files = {}
+    for mod_name in _referenced_modules(make_batch):
+        path = getattr(sys.modules.get(mod_name), "__file__", None)
+        if path and mod_name != "__main__" and _unfindable(mod_name):
+            files[mod_name] = path
+    return data, files
+
+
+def _unfindable(mod_name: str) -> bool:
+    try:
+        return importlib.util.find_spec(mod_name) is None
+    except (ImportError, ValueError):  # a module loaded from a file has no findable spec
+        return True
+
+
+def _referenced_modules(obj: Any) -> set[str]:
+    names = {getattr(obj, "__module__", None)}
+    for arg in (*getattr(obj, "args", ()), *getattr(obj, "keywords", {}).values()):
+        names.add(getattr(arg, "__module__", None))
+    return {n for n in names if n}
+
+
+def _serve(conn: Any, payload: tuple[bytes, dict[str, str]], num_envs: int, seed: int) -> None:
+    """A worker's loop: build the batch, then answer reset/step/attach/render until told to
+    close or its pipe ends (the parent died)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the trainer handles Ctrl-C and closes us
+    try:
+        data, files = payload
+        for mod_name, path in files.items():
+            spec = importlib.util.spec_from_file_location(mod_name, path)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[mod_name] = module
+            spec.loader.exec_module(module)
+        env = pickle.loads(data)(num_envs, seed)
+        conn.send(("ok", (env.observation_space, env.action_space,
+                          getattr(env, "info_fields", None))))
+    except BaseException:  # noqa: BLE001 - reported to the parent by name
+        _reply(conn, ("error", traceback.format_exc()))
+        return
+    views: list[np.ndarray] | None = None
+    blocks: list[shared_memory.SharedMemory] = []
+    try:
+        while True:
+            try:
+                command, arg = conn.recv()
+            except (EOFError, OSError):
+                return  # the parent is gone
+            if command == "close":
+                return
+            try:
+                if command == "step":
+                    ts = env.step(arg)
+                    obs = None
+                    if views is not None:
+                        _write(views, ts.obs)
+                    else:
+                        obs = ts.obs
+                    reply = (obs, np.asarray(ts.reward, np.float32),
+                             np.asarray(ts.terminated, bool), np.asarray(ts.truncated, bool),
+                             np.asarray(ts.episode_over, bool), ts.info)
+                elif command == "reset":
+                    reply = env.reset()
+                elif command == "attach":
+                    specs, lo, hi = arg
+                    for shm_name, shape, dtype in specs:
+                        blocks.append(shared_memory.SharedMemory(name=shm_name))
+                    views = [np.ndarray(shape, np.dtype(dtype), buffer=b.buf)[lo:hi]
+                             for b, (_, shape, dtype) in zip(blocks, specs)]
+                    reply = None
+                elif command == "render":
+                    reply = env.render(arg)
+                else:
+                    raise ValueError(f"unknown command {command!r}")
+            except BaseException:  # noqa: BLE001
+                reply = None
+                if not _reply(conn, ("error", traceback.format_exc())):
+                    return
+                continue
+            if not _reply(conn, ("ok", reply)):
+                return
+    finally:
+        views = None
+        for b in blocks:
+            b.close()
+        try:
+            env.close()
+        except Exception:  # noqa: BLE001 - exiting anyway
+            pass
+
+
+def _reply(conn: Any, message: Any) -> bool:
+    try:
+        conn.send(message)
+        return True
+    except (BrokenPipeError, ConnectionResetError, OSError):
+        return False
+
+
+def _write(views: list[np.ndarray], obs: Any) -> None:
+    leaves, _ = _flatten(obs)
+    if len(leaves) != len(views):
+        raise ValueError(f"the observation has {len(leaves)} arrays; the first reset gave "
+                         f"{len(views)}.")
+    for i, (view, leaf) in enumerate(zip(views, leaves)):
+        if leaf.shape != view.shape or leaf.dtype != view.dtype:
+            raise ValueError(f"observation leaf {i} has shape {leaf.shape} and dtype "
+                             f"{leaf.dtype}; the first reset gave {view.shape} {view.dtype}.")
+        view[...] = leaf
+
+
+def _flatten(obs: Any) -> tuple[list[np.ndarray], Any]:
+    """The array leaves of an observation (dicts by sorted key, tuples/lists in order) and a
+    template to rebuild it."""
+    if isinstance(obs, dict):
+        keys = sorted(obs)
+        leaves, trees = [], []
+        for k in keys:
+            sub, tree = _flatten(obs[k])
+            leaves += sub
+            trees.append((k, tree, len(sub)))
+        return leaves, ("dict", trees)
+    if isinstance(obs, (tuple, list)):
+        leaves, trees = [], []
+        for v in obs:
+            sub, tree = _flatten(v)
+            leaves += sub
+            trees.append((None, tree, len(sub)))
+        return leaves, (type(obs), trees)
+    return [np.asarray(obs)], None
+
+
+def _rebuild(tree: Any, leaves: list[np.ndarray]) -> Any:
+    if tree is None:
+        return leaves[0]
+    kind, parts = tree
+    out, i = [], 0
+    for key, sub, n in parts:
+        out.append((key, _rebuild(sub, leaves[i:i + n])))
+        i += n
+    if kind == "dict":
+        return dict(out)
+    return kind(v for _, v in out)
+
+
+def _concat(parts: list[Any]) -> Any:
+    """Per-worker observations -> the batch's, along the env axis."""
+    first = parts[0]
+    if isinstance(first, dict):
+        return {k: _concat([p[k] for p in parts]) for k in first}
+    if isinstance(first, (tuple, list)):
+        return type(first)(_concat(list(x)) for x in zip(*parts))
+    return np.concatenate([np.asarray(p) for p in parts])
+
+
+def _rows(action: Any, lo: int, hi: int) -> Any:
+    if isinstance(action, dict):
+        return {k: _rows(v, lo, hi) for k, v in action.items()}
+    if isinstance(action, (tuple, list)):
+        return type(action)(_rows(v, lo, hi) for v in action)
+    return np.asarray(action)[lo:hi]
+
+
+def _merge_info(infos: list[Any], sizes: list[int]) -> Any:
+    """The workers' per-step infos as one: [n_w] arrays are concatenated along the env axis
+    (a key some workers lack is filled with zeros, its gymnasium "_<key>" mask with False);
+    nested dicts are merged alike; anything else is worker 0's."""
+    if all(i is None for i in infos):
+        return None
+    infos = [i if i is not None else {} for i in infos]
+    if not all(isinstance(i, dict) for i in infos):
+        return infos[0]
+    keys: list = []
+    for info in infos:
+        keys += [k for k in info if k not in keys]
+    out = {}
+    for key in keys:
+        values = [info.get(key) for info in infos]
+        present = next(v for v in values if v is not None)
+        if isinstance(present, dict):
+            out[key] = _merge_info(values, sizes)
+            continue
+        per_env = all(v is None or (np.ndim(v) >= 1 and np.shape(v)[0] == n)
+                      for v, n in zip(values, sizes))
+        if not per_env:
+            out[key] = present
+            continue
+        present = np.asarray(present)
+        out[key] = np.concatenate([
+            np.asarray(v) if v is not None else np.zeros((n,) + present.shape[1:],
+                                                         present.dtype)
+            for v, n in zip(values, sizes)])
+    return out
