@@ -77,9 +77,8 @@ class GymnasiumVectorEnv:
 def gymnasium_env(make_one: Callable[[], Any], num_envs: int, seed: int) -> GymnasiumVectorEnv:
     """`num_envs` copies of the gymnasium.Env that `make_one()` builds, stepped in one thread.
 
-    For slow simulators, build a `gymnasium.vector.AsyncVectorEnv(..., autoreset_mode=
-    NEXT_STEP, context="spawn")` yourself and wrap it in GymnasiumVectorEnv ("spawn": forking
-    a process that runs JAX threads is unsafe).
+    For slow simulators, `env.workers=N` steps the batch in N worker processes
+    (sebulba/env_workers.py).
     """
     from gymnasium.vector import AutoresetMode, SyncVectorEnv
     return GymnasiumVectorEnv(SyncVectorEnv([make_one] * num_envs,

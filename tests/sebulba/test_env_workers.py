@@ -4,8 +4,9 @@
   report, terminations and truncations) and a "gymnasium:" id give, with 1..3 workers and an
   uneven split, exactly the observations, rewards, flags and info of the actor's own process.
 - The actor's half-pool overlap runs on it and gives the one-pool rollouts.
-- Faults name the env and the worker: a worker that raises (stepping or building), a worker
-  killed mid-run; a maker that cannot reach a worker, an EnvPool id.
+- Faults name the env and the worker: a worker that raises (stepping or building; in a run,
+  after the pool's restarts), a worker killed mid-run; a maker that cannot reach a worker, an
+  EnvPool id.
 - Shutdown: `close` ends every worker; Ctrl-C to the trainer's process group and a killed
   trainer leave no process behind (the first with its checkpoint saved).
 """
@@ -225,6 +226,25 @@ def test_training_in_workers_reports_the_env_metrics(impala_classic_config):
     assert summary["episode/count"] > 0
     assert 0.0 < summary["episode/crashed"] < 1.0, summary  # the share of games crashed
     assert summary["episode/speed"] > 0.0, summary
+
+
+def test_a_raising_worker_stops_the_run_after_its_restarts(impala_classic_config, capsys):
+    """runtime.restart_envs_on_error rebuilds the pool, workers and all; a worker that raises
+    again (every pool here raises at its envs' step 5) ends the run naming it."""
+    config = impala_classic_config(actor_device_ids=(0,), learner_device_ids=(1,),
+                                   num_actor_threads=1, num_envs=4, unroll_length=8,
+                                   total_env_steps=4 * 8 * 50, checkpoint_keep=0,
+                                   restart_envs_on_error=True, max_env_restarts=1)
+    config.env.name = python_envs.ENV_NAME
+    config.env.workers = 2
+    config.env.episode_metrics = ""
+    config.env.options = {"raise_at": 5}
+    with pytest.raises(RuntimeError, match=r"thread 'actor-0' failed") as info:
+        train.run(config)
+    cause = str(info.value.__cause__)
+    assert "worker 0 of 2 (envs 0..1" in cause and "rover lost its wheels" in cause, cause
+    assert "Gave up after 1 env restart(s)" in cause, cause
+    assert "Rebuilding actor-0's envs (restart 1/1)" in capsys.readouterr().out
 
 
 def _alive(pid: int) -> bool:
