@@ -29,6 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from anakin import suites
+from podracer import scenarios
 from podracer.episode_metrics import jax_step_fields
 from podracer.registry import Registry
 
@@ -139,9 +140,15 @@ def to_gymnasium_space(space: Any) -> Any:
 class GymnaxEnv:
     """A gymnax environment as a `RawEnv`: its `step_env` (no auto-reset; terminated) and
     `is_truncated` (the time limit, `max_steps_in_episode`) for `transition`, `reset_env` for
-    `reset`. `options` override fields of the env's default `EnvParams`."""
+    `reset`. `options` override fields of the env's default `EnvParams`.
 
-    def __init__(self, env_id: str, options: dict | None = None) -> None:
+    `randomize` (env.randomize, podracer/scenarios.py) names EnvParams fields that each env
+    draws anew at every reset: the drawn `EnvParams` are part of the env's state (an episode
+    keeps its scenario) and each step's info reports them under `scenario` (so that
+    env.episode_metrics can log them, e.g. `scenario.length:last`)."""
+
+    def __init__(self, env_id: str, options: dict | None = None,
+                 randomize: str = "") -> None:
         import gymnax
         try:
             self.env, params = gymnax.make(env_id)
@@ -153,8 +160,23 @@ class GymnaxEnv:
         if unknown:
             raise ValueError(f"gymnax {env_id}: unknown EnvParams field(s) {unknown}; allowed: "
                              f"{sorted(params.__dataclass_fields__)}.")
-        self.params = params.replace(**options) if options else params
+        derived = _DERIVED.get(env_id)
+        fixed = sorted(set(options) & set(derived[0])) if derived else []
+        if fixed:
+            raise ValueError(f"gymnax {env_id}: {fixed} follow from other fields "
+                             f"({derived[2]}); set those instead.")
+        self._derive = derived[1] if derived else (lambda p: p)
+        self.params = self._derive(params.replace(**options)) if options else params
         self.env_id = env_id
+        self.draws = scenarios.parse(randomize)
+        fields = params.__dataclass_fields__
+        scenarios.check_fields(
+            self.draws, [f for f in fields if f != "max_steps_in_episode"
+                         and f not in (derived[0] if derived else ())],
+            f"env.randomize on gymnax {env_id}")
+        for d in self.draws:
+            if d.kind == "function":
+                scenarios.resolve(d)  # a missing user function fails before anything compiles
 
     # Built on first use: gymnax builds its spaces from jnp arrays, and the config check makes
     # an env before a multi-host run joins its job (no JAX backend may start before that).
@@ -167,17 +189,39 @@ class GymnaxEnv:
         return to_gymnasium_space(self.env.observation_space(self.params))
 
     def reset(self, key):
-        obs, state = self.env.reset_env(key, self.params)
-        return state, obs
+        if not self.draws:
+            obs, state = self.env.reset_env(key, self.params)
+            return state, obs
+        key, k_draw = jax.random.split(key)
+        params = self._derive(self.params.replace(**scenarios.draw(
+            self.draws, k_draw, {d.field: getattr(self.params, d.field) for d in self.draws})))
+        obs, state = self.env.reset_env(key, params)
+        return (state, params), obs
 
     def transition(self, key, state, action):
-        obs, state, reward, terminated, info = self.env.step_env(key, state, action,
-                                                                 self.params)
-        truncated = self.env.is_truncated(state, self.params)
-        return state, obs, reward, terminated, truncated, info
+        if not self.draws:
+            obs, state, reward, terminated, info = self.env.step_env(key, state, action,
+                                                                     self.params)
+            truncated = self.env.is_truncated(state, self.params)
+            return state, obs, reward, terminated, truncated, info
+        state, params = state
+        obs, state, reward, terminated, info = self.env.step_env(key, state, action, params)
+        truncated = self.env.is_truncated(state, params)
+        info = {**info, "scenario": {d.field: getattr(params, d.field) for d in self.draws}}
+        return (state, params), obs, reward, terminated, truncated, info
 
 
 GYMNAX_PREFIX = "gymnax:"
+
+# gymnax EnvParams fields that are functions of others, which its step reads beside them
+# (gymnax/environments/classic_control/cartpole.py): recomputed whenever options or a
+# scenario set their sources, never set themselves. (fields, recompute, what they are)
+_DERIVED = {
+    "CartPole-v1": (("total_mass", "polemass_length"),
+                    lambda p: p.replace(total_mass=p.masspole + p.masscart,
+                                        polemass_length=p.masspole * p.length),
+                    "total_mass = masspole + masscart, polemass_length = masspole * length"),
+}
 
 
 def _check_factory(name: str, factory: Any) -> None:
@@ -205,9 +249,14 @@ def names_a_jax_env(name: str) -> bool:
             or suites.split_name(name) is not None)
 
 
-def make_env(name: str, options: dict | None = None) -> AutoReset:
-    """The env called `name` with EnvPool's episode semantics (`AutoReset`)."""
+def make_env(name: str, options: dict | None = None, randomize: str = "") -> AutoReset:
+    """The env called `name` with EnvPool's episode semantics (`AutoReset`); `randomize`
+    (env.randomize) varies gymnax EnvParams per env and reset (GymnaxEnv)."""
     factory = ENVS.find(name)
+    if randomize and (factory is not None or suites.split_name(name) is not None):
+        raise ValueError(f"env.randomize={randomize!r}: randomised scenarios vary gymnax "
+                         f"EnvParams fields (gymnax:<id>); {name!r} has no parameters the "
+                         f"runtime can draw per env.")
     if factory is not None:
         return AutoReset(factory(dict(options or {})))
     if suites.split_name(name) is not None:
@@ -223,7 +272,7 @@ def make_env(name: str, options: dict | None = None) -> AutoReset:
                          f"{', '.join(gymnax.registered_envs)}; <suite>:<id> with <suite> one "
                          f"of {', '.join(suites.SUITES)} (docs/anakin.md); or a name registered with "
                          f"anakin.envs.register_env ({', '.join(ENVS.names()) or 'none'}).")
-    return AutoReset(GymnaxEnv(env_id, options))
+    return AutoReset(GymnaxEnv(env_id, options, randomize))
 
 
 def info_fields(env) -> tuple[str, ...]:

@@ -91,7 +91,7 @@ class ProcessEnvBatch:
             self._procs.append(proc)
             self._conns.append(parent)
         try:
-            described = [self._receive(w, "building its envs") for w in range(self.workers)]
+            described = self._gather("building its envs")
         except BaseException:
             self.close()
             raise
@@ -108,10 +108,12 @@ class ProcessEnvBatch:
         return [p.pid for p in self._procs]
 
     def reset(self) -> Any:
-        for conn in self._conns:
-            conn.send(("reset", None))
-        parts = [self._receive(w, "reset") for w in range(self.workers)]
-        obs = _concat(parts)
+        for w, conn in enumerate(self._conns):
+            try:
+                conn.send(("reset", None))
+            except (OSError, EOFError):
+                raise self._died(w, "resetting") from None
+        obs = _concat(self._gather("resetting"))
         if self._views is None:
             self._attach(obs)
         return obs
@@ -125,19 +127,12 @@ class ProcessEnvBatch:
         for w, (lo, hi) in enumerate(self._slices):
             try:
                 self._conns[w].send(("step", _rows(action, lo, hi)))
-            except (BrokenPipeError, ConnectionResetError, EOFError):
-                raise self._died(w, "step") from None
+            except (OSError, EOFError):
+                raise self._died(w, "stepping") from None
 
     def recv(self) -> TimeStep:
         """Waits for every worker's step; the observation is read from shared memory."""
-        parts, errors = [], []
-        for w in range(self.workers):  # every reply is read, so none is left in a pipe
-            try:
-                parts.append(self._receive(w, "step"))
-            except EnvWorkerError as e:
-                errors.append(e)
-        if errors:
-            raise errors[0]
+        parts = self._gather("stepping")
         if self._views is None:  # stepped before any reset: observations came by pipe
             obs = _concat([p[0] for p in parts])
         else:
@@ -151,7 +146,7 @@ class ProcessEnvBatch:
         for w, (lo, hi) in enumerate(self._slices):
             if lo <= env_id < hi:
                 self._conns[w].send(("render", env_id - lo))
-                return self._receive(w, "render")
+                return self._receive(w, "rendering")
         raise IndexError(f"{self.name}: env_id={env_id} not in [0, {self.num_envs}).")
 
     def close(self) -> None:
@@ -172,8 +167,20 @@ class ProcessEnvBatch:
             specs.append((shm.name, leaf.shape, leaf.dtype.str))
         for w, (lo, hi) in enumerate(self._slices):
             self._conns[w].send(("attach", (specs, lo, hi)))
+        self._gather("attaching shared memory")
+
+    def _gather(self, doing: str) -> list:
+        """Every worker's reply, in order; all are read before the first error is raised, so
+        that none is left in a pipe to answer the next request."""
+        parts, errors = [], []
         for w in range(self.workers):
-            self._receive(w, "attaching shared memory")
+            try:
+                parts.append(self._receive(w, doing))
+            except EnvWorkerError as e:
+                errors.append(e)
+        if errors:
+            raise errors[0]
+        return parts
 
     def _receive(self, w: int, doing: str) -> Any:
         conn, proc = self._conns[w], self._procs[w]

@@ -27,7 +27,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from podracer import episode_metrics
+from podracer import episode_metrics, scenarios
 from sebulba import adapters, env_workers, registry
 # Re-exported: the step record and the float32 cast are part of this module's env API.
 from sebulba.timestep import TimeStep, to_float32  # noqa: F401
@@ -58,6 +58,11 @@ class EnvConfig:
     # Extra settings: passed to a registered env's maker (as env_config.options), to
     # gymnasium.make for "gymnasium:<id>" names, and to envpool.make for EnvPool ids.
     options: dict[str, Any] = dataclasses.field(default_factory=dict)
+    # Randomised scenarios: env parameters each env draws at every reset, as
+    # "field=uniform(lo, hi); field=choice(a, b); field=normal(m, s); field=module:function"
+    # (podracer/scenarios.py); "" = the fixed `options`. JAX envs (gymnax EnvParams) only,
+    # on either runtime; the others refuse it.
+    randomize: str = ""
     # Per-step info fields reduced over each game and logged beside the return, as
     # "field:reduction,..." with max | mean | sum | last, e.g. "crashed:max,speed:mean"
     # (podracer/episode_metrics.py); "" = none; "auto" = those of crashed:max,
@@ -81,6 +86,10 @@ class EnvConfig:
             raise ValueError(f"action_mask_empty={self.action_mask_empty!r} must be one of "
                              f"{MASK_EMPTY} (error: stop on a step whose mask allows no "
                              f"action; allow: it is the env's rule).")
+        try:
+            scenarios.parse(self.randomize)
+        except ValueError as e:
+            raise ValueError(f"randomize={self.randomize!r}: {e}") from None
         try:
             episode_metrics.parse(self.episode_metrics)
         except ValueError as e:
@@ -236,6 +245,15 @@ def sample_actions(space: Any, n: int) -> Any:
     return np.stack([np.asarray(space.sample()) for _ in range(n)])
 
 
+def check_randomize(cfg: EnvConfig) -> None:
+    """Host envs (EnvPool, registered, gymnasium) keep their `options` for the whole run:
+    env.randomize varies JAX envs' parameters only (ValueError naming the route)."""
+    if cfg.randomize:
+        raise ValueError(f"env.randomize={cfg.randomize!r}: randomised scenarios vary the "
+                         f"parameters of JAX envs (gymnax:<id>, on either runtime); "
+                         f"{cfg.name!r} is a host env, whose options are fixed for the run.")
+
+
 def worker_maker(cfg: EnvConfig) -> Callable[[int, int], Any]:
     """What each worker process of `env.workers` calls, `(num_envs, seed) -> env batch`,
     picklable by reference: a registered env's maker, or a gymnasium id's spec (a worker has
@@ -272,6 +290,7 @@ def make_env(cfg: EnvConfig, num_envs: int, seed: int,
     registered env, a "gymnasium:<id>", or an EnvPool id (module docstring)."""
     if num_envs <= 0:
         raise ValueError(f"num_envs must be positive, got {num_envs}.")
+    check_randomize(cfg)
     if cfg.workers > 0:
         return env_workers.ProcessEnvBatch(worker_maker(cfg), num_envs, seed, cfg.workers,
                                            name=cfg.name)

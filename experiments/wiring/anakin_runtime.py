@@ -27,7 +27,8 @@ from podracer.validation import ConfigError
 def make_env(env_config) -> anakin_envs.AutoReset:
     """The JAX-native env `env.name` names; a ConfigError naming it when there is none."""
     try:
-        return anakin_envs.make_env(env_config.name, dict(env_config.options or {}))
+        return anakin_envs.make_env(env_config.name, dict(env_config.options or {}),
+                                    env_config.randomize)
     except ValueError as e:
         raise ConfigError(f"env.name={env_config.name!r}: {e}") from None
 

@@ -66,6 +66,7 @@ class SebulbaRuntime:
             return
         try:
             envs.check_env_id(env.name)
+            envs.check_randomize(env)
             if env.workers:
                 envs.worker_maker(env)  # an EnvPool id or a maker no worker can import
         except ValueError as e:

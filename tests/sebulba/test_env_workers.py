@@ -163,7 +163,7 @@ def test_a_worker_killed_mid_run_is_named():
         start = time.time()
         with pytest.raises(EnvWorkerError, match=(
                 rf"env '{python_envs.ENV_NAME}': worker 1 of 2 \(envs 2..3, pid \d+\) died "
-                r"while step: the process was killed by signal 9")):
+                r"while stepping: the process was killed by signal 9")):
             env.step(np.zeros(4, np.int64))
         assert time.time() - start < 10
     finally:

@@ -1,0 +1,143 @@
+"""Randomised scenarios (`env.randomize`): which env parameters each env draws at every reset,
+and from what.
+
+The field is one string (configs are locked: a new key cannot be added from the command
+line), items separated by ";":
+
+    length=uniform(0.5, 1.0); m=choice(0.5, 1.0, 2.0); g=normal(10.0, 0.5)
+    max_torque=loguniform(1.0, 4.0); l=my_module:draw_length
+
+- `uniform(lo, hi)`: uniform on [lo, hi) (an integer field: an integer in [lo, hi]);
+- `loguniform(lo, hi)`: log-uniform on [lo, hi), 0 < lo < hi;
+- `normal(mean, std)`: Gaussian;
+- `choice(a, b, ...)`: one of the values, each as likely;
+- `module:function`: a distribution of your own, `function(key) -> value` (JAX, traceable);
+  the module is imported by name (load it with `--import`).
+
+`parse` checks the text (a ValueError naming the bad item); `check_fields` checks the names
+against what an env can vary; `draw` samples every field for one env from one key (pure JAX:
+under the runtime's `vmap` each env draws its own scenario). An env keeps the values it drew
+until its next reset (anakin/envs.py's GymnaxEnv holds them in its state).
+"""
+from __future__ import annotations
+
+import ast
+import dataclasses
+import importlib
+import math
+import re
+from typing import Any, Callable, Sequence
+
+KINDS = ("uniform", "loguniform", "normal", "choice")
+_ITEM = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.+?)\s*$")
+_CALL = re.compile(r"^([a-z]+)\s*\((.*)\)$", re.S)
+_FUNCTION = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+
+
+@dataclasses.dataclass(frozen=True)
+class Draw:
+    """One varied field: `kind` in KINDS with its numbers, or "function" with its path."""
+
+    field: str
+    kind: str
+    args: tuple = ()
+    function: str = ""
+
+    def describe(self) -> str:
+        if self.kind == "function":
+            return f"{self.field}={self.function}"
+        return f"{self.field}={self.kind}({', '.join(f'{a:g}' for a in self.args)})"
+
+
+def parse(text: str) -> tuple[Draw, ...]:
+    """The draws of an env.randomize string ("" = none). Raises ValueError naming the item."""
+    if not isinstance(text, str):
+        raise ValueError(f"{text!r} must be a string such as 'length=uniform(0.5, 1.0)'.")
+    draws: list[Draw] = []
+    for item in filter(str.strip, text.split(";")):
+        m = _ITEM.match(item)
+        if not m:
+            raise ValueError(f"{item.strip()!r} is not FIELD=DISTRIBUTION (e.g. "
+                             f"length=uniform(0.5, 1.0)).")
+        field, spec = m.groups()
+        if any(d.field == field for d in draws):
+            raise ValueError(f"{field!r} is given twice.")
+        draws.append(_parse_spec(field, spec))
+    return tuple(draws)
+
+
+def _parse_spec(field: str, spec: str) -> Draw:
+    if _FUNCTION.match(spec):
+        return Draw(field, "function", function=spec)
+    call = _CALL.match(spec)
+    if not call or call.group(1) not in KINDS:
+        raise ValueError(f"{field}={spec}: the distribution must be one of "
+                         f"{', '.join(k + '(...)' for k in KINDS)} or module:function.")
+    kind, inner = call.groups()
+    try:
+        args = ast.literal_eval(f"({inner},)") if inner.strip() else ()
+    except (ValueError, SyntaxError):
+        args = None
+    if args is None or not all(isinstance(a, (int, float)) and not isinstance(a, bool)
+                               and math.isfinite(a) for a in args):
+        raise ValueError(f"{field}={spec}: the arguments must be finite numbers.")
+    args = tuple(float(a) for a in args)
+    if kind == "choice":
+        if not args:
+            raise ValueError(f"{field}={spec}: choice needs at least one value.")
+    elif len(args) != 2:
+        raise ValueError(f"{field}={spec}: {kind} takes 2 numbers, got {len(args)}.")
+    elif kind in ("uniform", "loguniform") and not args[0] < args[1]:
+        raise ValueError(f"{field}={spec}: needs low < high.")
+    elif kind == "loguniform" and args[0] <= 0:
+        raise ValueError(f"{field}={spec}: loguniform needs 0 < low.")
+    elif kind == "normal" and args[1] <= 0:
+        raise ValueError(f"{field}={spec}: normal needs std > 0.")
+    return Draw(field, kind, args)
+
+
+def check_fields(draws: Sequence[Draw], allowed: Sequence[str], where: str) -> None:
+    """Raises ValueError naming a varied field that `where` cannot vary, and those it can."""
+    for d in draws:
+        if d.field not in allowed:
+            raise ValueError(f"{where} cannot vary {d.field!r}; the fields it can vary: "
+                             f"{', '.join(sorted(allowed))}.")
+
+
+def resolve(draw: Draw) -> Callable[[Any], Any]:
+    """A user's `module:function` (ValueError naming it when it does not import)."""
+    module_name, _, name = draw.function.partition(":")
+    try:
+        fn = getattr(importlib.import_module(module_name), name)
+    except (ImportError, AttributeError) as e:
+        raise ValueError(f"{draw.describe()}: {e} (load its module with --import).") from None
+    if not callable(fn):
+        raise ValueError(f"{draw.describe()}: {fn!r} is not callable (key) -> value.")
+    return fn
+
+
+def draw(draws: Sequence[Draw], key: Any, defaults: dict[str, Any]) -> dict[str, Any]:
+    """One env's scenario: a value per field, of the dtype of the field's default (an integer
+    field draws integers), each field from its own key."""
+    import jax
+    import jax.numpy as jnp
+    out = {}
+    keys = jax.random.split(key, max(len(draws), 1))
+    for d, k in zip(draws, keys):
+        dtype = jnp.asarray(defaults[d.field]).dtype
+        integer = jnp.issubdtype(dtype, jnp.integer)
+        if d.kind == "function":
+            value = resolve(d)(k)
+        elif d.kind == "choice":
+            value = jnp.asarray(d.args)[jax.random.randint(k, (), 0, len(d.args))]
+        elif d.kind == "uniform" and integer:
+            value = jax.random.randint(k, (), int(d.args[0]), int(d.args[1]) + 1)
+        elif d.kind == "uniform":
+            value = jax.random.uniform(k, (), minval=d.args[0], maxval=d.args[1])
+        elif d.kind == "loguniform":
+            lo, hi = math.log(d.args[0]), math.log(d.args[1])
+            value = jnp.exp(jax.random.uniform(k, (), minval=lo, maxval=hi))
+        else:  # normal
+            value = d.args[0] + d.args[1] * jax.random.normal(k, ())
+        out[d.field] = jnp.asarray(jnp.round(value) if integer else value, dtype)
+    return out
