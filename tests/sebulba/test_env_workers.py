@@ -7,8 +7,9 @@
 - Faults name the env and the worker: a worker that raises (stepping or building; in a run,
   after the pool's restarts), a worker killed mid-run; a maker that cannot reach a worker, an
   EnvPool id.
-- Shutdown: `close` ends every worker; Ctrl-C to the trainer's process group and a killed
-  trainer leave no process behind (the first with its checkpoint saved).
+- Shutdown: `close` ends every worker; Ctrl-C to the trainer's process group, SIGTERM to the
+  trainer and a killed trainer leave no process behind (the first two with their checkpoint
+  saved).
 """
 from __future__ import annotations
 
@@ -294,13 +295,19 @@ def _start_trainer(run_dir) -> tuple[subprocess.Popen, list[str]]:
 
 
 @pytest.mark.slow
-def test_ctrl_c_saves_the_checkpoint_and_leaves_no_worker(tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_saves_the_checkpoint_and_leaves_no_worker(tmp_path, sig):
+    """Ctrl-C reaches the whole process group (workers included); SIGTERM (pre-emption) the
+    trainer alone."""
     proc, _ = _start_trainer(tmp_path / "run")
     workers = _descendants(proc.pid)
     assert len(workers) >= 2, workers  # the two workers (and multiprocessing's tracker)
-    os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C reaches the whole process group
+    if sig == signal.SIGINT:
+        os.killpg(proc.pid, sig)
+    else:
+        proc.send_signal(sig)
     out, _ = proc.communicate(timeout=60)
-    assert proc.returncode == 130, out
+    assert proc.returncode == (130 if sig == signal.SIGINT else 0), out
     assert "checkpoint: " in out and "Traceback" not in out, out
     assert restore_run(str(tmp_path / "run")).updates > 0
     time.sleep(1.0)
