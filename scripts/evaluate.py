@@ -29,6 +29,11 @@ checkpoint (`num_seeds`, `vary`: every leaf has a member axis) needs a member: `
 the member's own run dir (`<run_dir>/members/<name>`) as the path; the player then acts with
 that member's parameters and observation statistics. Without one, the error lists the members
 and their settings.
+
+Held-out scenarios (a JAX env): `--scenario 'l=uniform(1.5, 2.0)'` (repeatable) also plays the
+games with env.randomize replaced (docs/howto_env.md), e.g. pole lengths the run never drew, on
+the same seeds; `--scenario none` plays the fixed env.options. The JSON gets one entry per
+scenario under "scenarios", and a table compares them with the run's own env.
 """
 from __future__ import annotations
 
@@ -46,7 +51,7 @@ import numpy as np
 import agents
 from agents import evaluation as players  # the evaluation players (greedy, sampling)
 from experiments import wiring
-from podracer import checkpoint
+from podracer import checkpoint, scenarios
 from experiments.wiring import command_line
 from experiments.wiring import members as population
 # The game loop and its settings are shared with in-training evaluation.
@@ -176,6 +181,64 @@ def eval_envs(sections: wiring.Sections, noop_max: int | None = None,
     return wiring.host_envs(env_cfg, whole_games=True)
 
 
+def scenario_config(env_cfg: Any, randomize: str) -> Any:
+    """The evaluation env settings of a held-out scenario (`--scenario`): the run's, with
+    env.randomize replaced ("none" = no draws: the fixed env.options). ValueError for a text
+    that does not parse or a host env, which keeps its options."""
+    text = "" if randomize == "none" else randomize
+    try:
+        cfg = dataclasses.replace(env_cfg, randomize=text)
+    except ValueError as e:
+        raise ValueError(f"--scenario {randomize!r}: {e}") from None
+    if text and not wiring.is_jax_env(cfg):
+        raise ValueError(f"--scenario {randomize!r}: held-out scenarios vary a JAX env's "
+                         f"parameters; {cfg.name!r} is a host env.")
+    return cfg
+
+
+def play_scenarios(policy: Policy, env_cfg: Any, args: argparse.Namespace,
+                   text: str) -> list[dict]:
+    """One row per `--scenario`: its games' summary and episode-metric means."""
+    rows = []
+    for randomize in args.scenarios:
+        cfg = command_line_call(args, scenario_config, env_cfg, randomize)
+        make_env = command_line_call(args, wiring.host_envs, cfg, True)
+        metrics = command_line_call(args, eval_metrics, make_env,
+                                    _without_other_scenarios(text, cfg), cfg.name)
+        returns, lengths, values = play(policy.new_actor, make_env, args.episodes,
+                                        args.num_envs, args.seed, metrics=metrics)
+        rows.append({"scenario": randomize, "episodes": len(returns), **summarize(returns),
+                     "length_mean": float(np.mean(lengths)),
+                     **({"episode_metrics": metric_means(values)} if metrics else {})})
+    return rows
+
+
+def _without_other_scenarios(text: str, cfg: Any) -> str:
+    """The episode metrics `text` less its `scenario.<field>` entries that this scenario does
+    not draw (a run that logged its drawn pole length, played on fixed options)."""
+    if text in ("", "auto"):
+        return text
+    drawn = {d.field for d in scenarios.parse(cfg.randomize)}
+    keep = [item for item in text.split(",")
+            if not item.strip().startswith("scenario.")
+            or item.strip()[len("scenario."):].split(":")[0] in drawn]
+    return ",".join(keep)
+
+
+def scenario_table(trained: dict, rows: list[dict]) -> str:
+    """The Markdown table of `--scenario`'s rows after the run's own env (`trained`)."""
+    names = list(trained.get("episode_metrics", {}))
+    lines = ["| scenario | games | mean | median | std | " + " | ".join(names)
+             + (" |" if names else "|"), "|---" * (5 + len(names)) + "|"]
+    for label, row in [(f"trained: {trained['randomize'] or 'fixed options'}", trained),
+                       *[(r["scenario"], r) for r in rows]]:
+        extra = [f"{row.get('episode_metrics', {}).get(n, float('nan')):.3g}" for n in names]
+        lines.append(f"| {label} | {row['episodes']} | {row['mean']:.2f} | "
+                     f"{row['median']:.2f} | {row['std']:.2f} | " + " | ".join(extra)
+                     + (" |" if extra else "|"))
+    return "\n".join(lines)
+
+
 def eval_metrics(make_env: Callable[[int, int], Any], text: str, env_name: str
                  ) -> tuple[EpisodeMetric, ...]:
     """The episode metrics of `text`, resolved against the fields the env reports (one probe
@@ -290,6 +353,11 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--episode_metrics", default=None, metavar="FIELD:REDUCTION,...",
                    help="info fields reduced over each game (e.g. crashed:max,speed:mean); "
                         "default: the run's env.episode_metrics")
+    p.add_argument("--scenario", dest="scenarios", action="append", default=[],
+                   metavar="RANDOMIZE",
+                   help="also play on a held-out scenario: an env.randomize for the run's JAX "
+                        "env (e.g. 'l=choice(2.0)' or 'l=uniform(1.5, 2.0)'; 'none' = the "
+                        "fixed env.options); repeatable, one table row each")
     p.add_argument("--output", default="", help="JSON path; default <run_dir>/eval/...")
     add_member_flag(p)
     add_import_flag(p)
@@ -330,6 +398,8 @@ def main(argv=None) -> dict:
               # per game; null where a game did not report the field
               **({"metrics": {n: [v if np.isfinite(v) else None for v in column]
                               for n, column in values.items()}} if metrics else {})}
+    if args.scenarios:
+        report["scenarios"] = play_scenarios(policy, env_cfg, args, text)
     tag = f"-member{member.index}" if member else ""
     out = args.output or default_output(policy.checkpoint, meta, "eval",
                                         f"{tag}-{args.policy}.json")
@@ -342,6 +412,9 @@ def main(argv=None) -> dict:
           f"{report['max']:.2f}  (mean length {report['length_mean']:.0f})"
           f"{''.join(f'  {n} {v:.3g}' for n, v in means.items())}\nwrote {out}",
           flush=True)
+    if args.scenarios:
+        print(scenario_table({**report, "randomize": env_cfg.randomize},
+                             report["scenarios"]), flush=True)
     return report
 
 

@@ -131,3 +131,26 @@ def test_the_population_refusal_of_periodic_evaluation_names_a_command_that_work
     report = evaluate.main(args + ["--member", "1", "--episodes", "1", "--num_envs", "1",
                                    "--output", str(tmp_path / "e.json")])
     assert report["member"] == 1 and json.loads((tmp_path / "e.json").read_text()) == report
+
+
+def test_evaluate_plays_held_out_scenarios_in_a_table(tmp_path, capsys):
+    """A run trained on pole lengths in [0.3, 0.9) played on 2.0 (never drawn) and on the
+    fixed default, on the same seeds: one row each, each with its own drawn lengths."""
+    run, _ = _run(tmp_path / "run", **{"env.randomize": "length=uniform(0.3, 0.9)",
+                                       "env.episode_metrics": "scenario.length:last"})
+    report = evaluate.main([run, "--episodes", "6", "--num_envs", "3", "--scenario",
+                            "length=choice(2.0)", "--scenario", "none",
+                            "--output", str(tmp_path / "e.json")])
+    assert 0.3 <= report["episode_metrics"]["scenario/length"] < 0.9
+    held_out, fixed = report["scenarios"]
+    assert held_out["scenario"] == "length=choice(2.0)" and held_out["episodes"] == 6
+    assert held_out["episode_metrics"]["scenario/length"] == pytest.approx(2.0)
+    assert fixed["scenario"] == "none" and "episode_metrics" not in fixed
+    out = capsys.readouterr().out
+    assert "| trained: length=uniform(0.3, 0.9) | 6 |" in out
+    assert "| length=choice(2.0) | 6 |" in out and "| none | 6 |" in out
+    assert json.loads((tmp_path / "e.json").read_text())["scenarios"] == report["scenarios"]
+    with pytest.raises(SystemExit) as exit_:  # a field gymnax CartPole cannot vary
+        evaluate.main([run, "--episodes", "1", "--scenario", "mass=choice(1.0)"])
+    assert exit_.value.code == 2
+    assert "cannot vary 'mass'" in capsys.readouterr().err

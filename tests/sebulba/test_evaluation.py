@@ -199,3 +199,30 @@ def test_a_failed_warm_up_turns_evaluation_off(capsys):
     ev._warm.join()
     assert not ev.due(1)
     assert "evaluation warm-up failed (RuntimeError('no such env'))" in capsys.readouterr().out
+
+
+def test_evaluation_seeds_are_disjoint_from_trainings(monkeypatch):
+    """Sebulba: evaluation plays env seeds EVAL_SEED + update % 2**19 + i (i < its envs);
+    training's are below: the run seed is < 2**30 (RuntimeConfig refuses more), a resumed
+    run's base too, and the actor threads' offsets keep them below EVAL_SEED up to 64 actor
+    threads x 64 processes (the largest layout checked here; about 107 processes would reach
+    it). Anakin (seeds < 2**31): training's env keys come from fold_in(key(seed), constant),
+    evaluation's from split(key(EVAL_SEED + u)): even a run seeded EVAL_SEED draws other keys."""
+    from podracer.evaluation import EVAL_SEED
+    from sebulba import runner
+    from sebulba.runtime_config import RuntimeConfig
+    with pytest.raises(ValueError, match=r"seed=1073741824 must be in \[0, 2\*\*30\)"):
+        RuntimeConfig(seed=2**30)
+    monkeypatch.setattr(runner.jax, "process_index", lambda: 63)
+    highest = max(runner.actor_seed(seed, 63, update) for seed in (0, 2**30 - 1)
+                  for update in (0, 1, 12_345, 2**31 - 1))
+    envs_per_thread = 2**16
+    assert highest + envs_per_thread < EVAL_SEED
+    assert EVAL_SEED + 2**19 + envs_per_thread < 2**31  # int32, as EnvPool needs
+    from anakin import runtime
+    n = 8
+    train_keys = jax.random.split(runtime.runner_key(EVAL_SEED, 0), n)
+    eval_keys = jax.random.split(jax.random.key(EVAL_SEED), n)
+    trained = {tuple(np.asarray(jax.random.key_data(k)).tolist()) for k in train_keys}
+    played = {tuple(np.asarray(jax.random.key_data(k)).tolist()) for k in eval_keys}
+    assert not trained & played
