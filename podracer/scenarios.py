@@ -141,3 +141,26 @@ def draw(draws: Sequence[Draw], key: Any, defaults: dict[str, Any]) -> dict[str,
             value = d.args[0] + d.args[1] * jax.random.normal(k, ())
         out[d.field] = jnp.asarray(jnp.round(value) if integer else value, dtype)
     return out
+
+
+NONE = "none"  # eval_randomize / --scenario: no draws, the fixed env.options
+
+
+def for_evaluation(trained: str, held_out: str) -> str:
+    """The env.randomize an evaluation plays: `held_out` (RunConfig.eval_randomize,
+    scripts/evaluate.py --scenario) when given, "none" for no draws, "" for training's."""
+    if not held_out:
+        return trained
+    return "" if held_out == NONE else held_out
+
+
+def metrics_text(text: str, randomize: str) -> str:
+    """An env.episode_metrics `text` less its `scenario.<field>` entries that `randomize`
+    does not draw (a run that logs its drawn pole length, evaluated on fixed options)."""
+    if text in ("", "auto"):
+        return text
+    drawn = {d.field for d in parse(randomize)}
+    keep = [item for item in text.split(",")
+            if not item.strip().startswith("scenario.")
+            or item.strip()[len("scenario."):].split(":")[0] in drawn]
+    return ",".join(keep)

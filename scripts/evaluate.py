@@ -185,7 +185,7 @@ def scenario_config(env_cfg: Any, randomize: str) -> Any:
     """The evaluation env settings of a held-out scenario (`--scenario`): the run's, with
     env.randomize replaced ("none" = no draws: the fixed env.options). ValueError for a text
     that does not parse or a host env, which keeps its options."""
-    text = "" if randomize == "none" else randomize
+    text = scenarios.for_evaluation(env_cfg.randomize, randomize)
     try:
         cfg = dataclasses.replace(env_cfg, randomize=text)
     except ValueError as e:
@@ -204,25 +204,13 @@ def play_scenarios(policy: Policy, env_cfg: Any, args: argparse.Namespace,
         cfg = command_line_call(args, scenario_config, env_cfg, randomize)
         make_env = command_line_call(args, wiring.host_envs, cfg, True)
         metrics = command_line_call(args, eval_metrics, make_env,
-                                    _without_other_scenarios(text, cfg), cfg.name)
+                                    scenarios.metrics_text(text, cfg.randomize), cfg.name)
         returns, lengths, values = play(policy.new_actor, make_env, args.episodes,
                                         args.num_envs, args.seed, metrics=metrics)
         rows.append({"scenario": randomize, "episodes": len(returns), **summarize(returns),
                      "length_mean": float(np.mean(lengths)),
                      **({"episode_metrics": metric_means(values)} if metrics else {})})
     return rows
-
-
-def _without_other_scenarios(text: str, cfg: Any) -> str:
-    """The episode metrics `text` less its `scenario.<field>` entries that this scenario does
-    not draw (a run that logged its drawn pole length, played on fixed options)."""
-    if text in ("", "auto"):
-        return text
-    drawn = {d.field for d in scenarios.parse(cfg.randomize)}
-    keep = [item for item in text.split(",")
-            if not item.strip().startswith("scenario.")
-            or item.strip()[len("scenario."):].split(":")[0] in drawn]
-    return ",".join(keep)
 
 
 def scenario_table(trained: dict, rows: list[dict]) -> str:

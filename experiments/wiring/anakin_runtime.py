@@ -18,6 +18,7 @@ from anakin import envs as anakin_envs
 from anakin import evaluation, loop, runtime
 from anakin.population import Population
 from experiments.wiring import members
+from experiments.wiring.run_config import evaluation_env
 from experiments.wiring.runtimes import Started
 from podracer import compile_cache, episode_metrics
 from podracer.schema import read_section
@@ -96,9 +97,15 @@ class AnakinRuntime:
             return loop.train(agent, env, ac, logger, mesh=mesh, episode_metrics=metrics,
                               **kwargs)
 
+        eval_env, eval_metrics = env, metrics
+        if sections.run.eval_randomize:  # held-out scenarios
+            held_out = evaluation_env(sections.env, sections.run)
+            eval_env = make_env(held_out)
+            eval_metrics = check_metrics(eval_env, held_out)
+
         def play_for(player, run):
-            return evaluation.make_play(env, player, run.eval_episodes, run.eval_num_envs,
-                                        metrics=metrics)
+            return evaluation.make_play(eval_env, player, run.eval_episodes, run.eval_num_envs,
+                                        metrics=eval_metrics)
 
         def check(agent):
             if isinstance(agent, Population):  # varied fields the agent cannot trace

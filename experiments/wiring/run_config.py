@@ -4,8 +4,10 @@ podracer.schema.read_section; docs/architecture.md lists the others and where ea
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from agents.evaluation import EVAL_POLICIES
+from podracer import scenarios
 from podracer.validation import one_of
 
 RUNTIMES = ("sebulba", "anakin")
@@ -30,6 +32,9 @@ class RunConfig:
     eval_episodes: int = 10            # games per evaluation (true scores, no episodic life)
     eval_num_envs: int = 8             # parallel envs of an evaluation
     eval_policy: str = "greedy"        # greedy (the distribution's mode) | sample
+    eval_randomize: str = ""           # held-out scenarios for periodic evaluation: an
+                                       # env.randomize of the JAX env ("none" = the fixed
+                                       # env.options; "" = training's); docs/howto_env.md
     eval_wait_s: float = 120.0         # at the run's end, seconds to wait in all for the
                                        # evaluation in flight and the final policy's
     console_every_s: float = 10.0      # seconds between console progress lines
@@ -45,6 +50,21 @@ class RunConfig:
             value = getattr(self, name)
             if not value >= 0 or value == float("inf"):
                 raise ValueError(f"{name}={value!r} must be a non-negative number.")
+        if self.eval_randomize != scenarios.NONE:
+            try:
+                scenarios.parse(self.eval_randomize)
+            except ValueError as e:
+                raise ValueError(f"eval_randomize={self.eval_randomize!r}: {e}") from None
         for name in ("eval_episodes", "eval_num_envs"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name}={getattr(self, name)!r} must be an integer >= 1.")
+
+
+def evaluation_env(env: Any, run: RunConfig) -> Any:
+    """The env settings (an EnvConfig) periodic evaluation plays: `env`'s, with
+    run.eval_randomize's scenarios (podracer/scenarios.py) and the episode metrics they
+    report."""
+    randomize = scenarios.for_evaluation(env.randomize, run.eval_randomize)
+    return dataclasses.replace(
+        env, randomize=randomize,
+        episode_metrics=scenarios.metrics_text(env.episode_metrics, randomize))

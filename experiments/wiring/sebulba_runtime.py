@@ -19,6 +19,7 @@ import ml_collections
 
 from anakin import envs as anakin_envs
 from experiments.wiring import anakin_runtime
+from experiments.wiring.run_config import evaluation_env
 from experiments.wiring.runtimes import Started
 from podracer import compile_cache, episode_metrics
 from podracer.schema import read_section
@@ -102,12 +103,20 @@ class SebulbaRuntime:
 
         # Evaluation plays whole games: env ids get the evaluation settings; a user's env
         # factory is used as it is.
-        eval_env = make_env or host_envs(sections.env, whole_games=True)
+        eval_env, eval_metrics = make_env or host_envs(sections.env, whole_games=True), metrics
+        if make_env is None and sections.run.eval_randomize:  # held-out scenarios (JAX envs)
+            held_out = evaluation_env(sections.env, sections.run)
+            eval_env = host_envs(held_out, whole_games=True)
+            probe = eval_env(1, rc.seed)
+            try:
+                eval_metrics = check_metrics(probe, held_out)
+            finally:
+                probe.close()
 
         def play_for(player, run):
             return lambda ap, seed, should_stop: evaluation.play(
                 lambda n: player.actor(ap, n), eval_env, run.eval_episodes, run.eval_num_envs,
-                seed, should_stop, metrics)
+                seed, should_stop, eval_metrics)
 
         processes = topo.num_processes
         return Started(action_space, example_obs, rc.batch_shape(processes),

@@ -17,7 +17,7 @@ import ml_collections
 
 import agents
 from experiments.wiring import anakin_runtime, runtimes, sebulba_runtime
-from experiments.wiring.run_config import RunConfig
+from experiments.wiring.run_config import RunConfig, evaluation_env
 from networks import NetworkConfig
 from podracer import checkpoint, distributed, validation
 from podracer.batch import BatchShape
@@ -129,6 +129,11 @@ def read(config: ml_collections.ConfigDict, *, agent: str | agents.AgentSpec | N
         validation.check_coordinator(dc.coordinator_address, dc.process_id)
     if env_id:
         driver.check_env(env, sections.joins_a_job)
+        if run.eval_randomize:
+            try:
+                driver.check_env(evaluation_env(env, run), sections.joins_a_job)
+            except ConfigError as e:
+                raise ConfigError(f"eval_randomize={run.eval_randomize!r}: {e}") from None
     _check_resume(run)
     if devices and not sections.joins_a_job:
         driver.check_devices(rt)

@@ -178,3 +178,41 @@ def test_population_members_draw_their_own_scenarios(ppo_gymnax_config):
     means = [m["episode_summary"]["episode/scenario/length"] for m in result.members]
     assert all(0.3 <= v < 0.9 for v in means), means
     assert means[0] != means[1]
+
+
+@pytest.mark.parametrize("runtime", ["anakin", "sebulba"])
+def test_periodic_evaluation_plays_the_held_out_scenarios(ppo_gymnax_config, tmp_path,
+                                                          runtime):
+    """eval_randomize: training draws lengths in [0.3, 0.9), evaluation plays 2.0 (Anakin on
+    the device; Sebulba steps the same JAX env on the host)."""
+    from tests.helpers import read_metrics
+    overrides = dict(runtime=runtime, num_envs=8, unroll_length=16, total_env_steps=8 * 16 * 2,
+                     eval_every_updates=1, eval_episodes=4, eval_num_envs=2,
+                     checkpoint_keep=0, eval_randomize="length=choice(2.0)")
+    if runtime == "sebulba":
+        overrides.update(actor_device_ids=(0,), learner_device_ids=(1,), num_actor_threads=1)
+    config = ppo_gymnax_config(**overrides)
+    config.env.randomize = "length=uniform(0.3, 0.9)"
+    config.env.episode_metrics = "scenario.length:last"
+    train.run(config)
+    rows = read_metrics(tmp_path / "run")
+    trained = [r["episode/scenario/length"] for r in rows if "episode/scenario/length" in r]
+    played = [r["eval/scenario/length"] for r in rows if "eval/scenario/length" in r]
+    assert trained and all(0.3 <= v < 0.9 for v in trained)
+    assert played and all(v == pytest.approx(2.0) for v in played)
+
+
+@pytest.mark.parametrize("overrides, match", [
+    ({"eval_randomize": "length=gauss(1, 2)"}, r"eval_randomize='length=gauss\(1, 2\)': "),
+    ({"eval_randomize": "mass=choice(1.0)"}, r"eval_randomize='mass=choice\(1.0\)': .*cannot "
+                                             r"vary 'mass'"),
+])
+def test_eval_randomize_errors_name_the_field(ppo_gymnax_config, overrides, match):
+    with pytest.raises(ConfigError, match=match):
+        train.run(ppo_gymnax_config(**overrides))
+
+
+def test_eval_randomize_is_refused_for_a_host_env(impala_classic_config):
+    with pytest.raises(ConfigError, match=r"eval_randomize='length=choice\(2.0\)': .*"
+                                          r"'CartPole-v1' is a host env"):
+        train.run(impala_classic_config(eval_randomize="length=choice(2.0)"))
