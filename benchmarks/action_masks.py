@@ -20,7 +20,6 @@ import csv
 import json
 import os
 import tempfile
-import time
 
 CSV = os.path.join(os.path.dirname(__file__), "..", "docs", "action_masks_tic_tac_toe.csv")
 CONDITIONS = {"masked": "auto", "unmasked": ""}  # env.action_mask_key
@@ -30,7 +29,7 @@ METRICS = {"return": "episode/return_mean", "illegal_move": "episode/illegal_mov
 
 
 def run(steps: int, seeds: int, path: str) -> None:
-    from experiments import train
+    from benchmarks.harness.populations import append_rows, train_population
     from experiments.configs import ppo_gymnax
     rows = []
     for condition, key in CONDITIONS.items():
@@ -39,25 +38,14 @@ def run(steps: int, seeds: int, path: str) -> None:
             config.env.name = "pgx:tic_tac_toe"
             config.env.action_mask_key = key
             config.env.episode_metrics = "illegal_move:max,won:max"
-            config.num_seeds = seeds
-            config.total_env_steps = steps
-            config.run_dir = os.path.join(tmp, condition)
-            config.checkpoint_keep = 0
-            config.console_every_s = 30.0
-            start = time.perf_counter()
-            result = train.run(config)
-            wall = time.perf_counter() - start
+            result, wall = train_population(config, seeds, steps,
+                                            os.path.join(tmp, condition))
             for m, member in enumerate(result.members):
                 summary = member["episode_summary"]
                 rows.append({"condition": condition, "seed": m, "env_steps": result.env_steps,
                              **{k: summary[v] for k, v in METRICS.items()},
                              "wall_s": round(wall, 1)})
-    exists = os.path.exists(path)
-    with open(path, "a", newline="") as f:
-        writer = csv.DictWriter(f, FIELDS)
-        if not exists:
-            writer.writeheader()
-        writer.writerows(rows)
+    append_rows(path, FIELDS, rows)
     print(json.dumps(rows, indent=1))
 
 

@@ -22,7 +22,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
 
@@ -33,26 +32,20 @@ FIELDS = ("condition", "seed", "env_steps", "length", "return", "episodes", "tra
 
 
 def run(steps: int, seeds: int, episodes: int, path: str) -> None:
-    from experiments import train
+    from benchmarks.harness.populations import append_rows, train_population
     from experiments.configs import ppo_gymnax
     rows = []
     for condition, randomize in CONDITIONS.items():
         with tempfile.TemporaryDirectory() as tmp:
             config = ppo_gymnax.get_config()
             config.env.randomize = randomize
-            config.num_seeds = seeds
-            config.total_env_steps = steps
-            config.run_dir = os.path.join(tmp, condition)
-            config.checkpoint_keep = 1
-            config.console_every_s = 30.0
-            start = time.perf_counter()
-            result = train.run(config)
-            wall = time.perf_counter() - start
+            run_dir = os.path.join(tmp, condition)
+            result, wall = train_population(config, seeds, steps, run_dir, checkpoint_keep=1)
             for m in range(seeds):
                 scenarios = [a for length in LENGTHS
                              for a in ("--scenario", f"length=choice({length})")]
                 out = os.path.join(tmp, f"eval-{m}.json")
-                subprocess.run([sys.executable, "-m", "scripts.evaluate", config.run_dir,
+                subprocess.run([sys.executable, "-m", "scripts.evaluate", run_dir,
                                 "--member", str(m), "--episodes", str(episodes),
                                 "--num_envs", "16", "--output", out, *scenarios],
                                check=True, capture_output=True)
@@ -64,12 +57,7 @@ def run(steps: int, seeds: int, episodes: int, path: str) -> None:
                                  "return": row["mean"], "episodes": row["episodes"],
                                  "train_wall_s": round(wall, 1)})
             print(f"{condition}: trained in {wall:.0f} s, evaluated {seeds} seeds", flush=True)
-    exists = os.path.exists(path)
-    with open(path, "a", newline="") as f:
-        writer = csv.DictWriter(f, FIELDS)
-        if not exists:
-            writer.writeheader()
-        writer.writerows(rows)
+    append_rows(path, FIELDS, rows)
 
 
 def table(path: str) -> str:

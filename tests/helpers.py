@@ -100,6 +100,20 @@ def read_metrics(run_dir) -> list[dict]:
         return [json.loads(line) for line in f]
 
 
+def wait_until_training(proc: subprocess.Popen, timeout: float = 90.0) -> list[str]:
+    """Reads a training process's console (stdout) until its first progress line with a rate
+    (training is under way); returns the lines read. Fails the test after `timeout` s."""
+    import time
+    lines = []
+    deadline = time.time() + timeout
+    for line in proc.stdout:
+        lines.append(line)
+        if "steps " in line and " sps " in line and not line.strip().endswith("--"):
+            break
+        assert time.time() < deadline, "".join(lines)
+    return lines
+
+
 def run_command_lines(cases: list[dict], folder) -> list[subprocess.CompletedProcess]:
     """Each case ({"script": name in experiments/, "args": [...], optional "env": {...} and
     "cwd": dir} run as `python experiments/SCRIPT ARGS` would run it, each in a child of one

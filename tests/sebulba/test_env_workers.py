@@ -30,7 +30,7 @@ from sebulba.env_guard import CheckedEnv, EnvFault
 from sebulba.env_workers import EnvWorkerError, ProcessEnvBatch, split
 from tests.fakes import python_envs
 from tests.fakes.clock_env import ClockEnv
-from tests.helpers import ROOT, restore_run
+from tests.helpers import ROOT, restore_run, wait_until_training
 
 ROVER = envs.EnvConfig(name=python_envs.ENV_NAME, episode_metrics="")
 
@@ -284,14 +284,7 @@ def _start_trainer(run_dir) -> tuple[subprocess.Popen, list[str]]:
            "--config.console_every_s=0", f"--config.run_dir={run_dir}"]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, start_new_session=True)
-    lines = []
-    deadline = time.time() + 120
-    for line in proc.stdout:  # wait until training is under way
-        lines.append(line)
-        if "steps " in line and " sps " in line and not line.strip().endswith("--"):
-            break
-        assert time.time() < deadline, "".join(lines)
-    return proc, lines
+    return proc, wait_until_training(proc, timeout=120.0)
 
 
 @pytest.mark.slow

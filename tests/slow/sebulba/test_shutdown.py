@@ -11,7 +11,7 @@ import time
 import pytest
 
 from podracer import checkpoint
-from tests.helpers import ROOT, read_metrics, restore_run
+from tests.helpers import ROOT, read_metrics, restore_run, wait_until_training
 
 
 def _start(mode, tmp_path):
@@ -33,13 +33,7 @@ def test_actor_error_stops_run_with_nonzero_exit(tmp_path):
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_signal_stops_run_and_leaves_a_loadable_checkpoint(tmp_path, sig):
     proc = _start("long", tmp_path)
-    lines = []
-    deadline = time.time() + 90
-    for line in proc.stdout:  # wait until training is under way
-        lines.append(line)
-        if "steps " in line and " sps " in line and not line.strip().endswith("--"):
-            break
-        assert time.time() < deadline, "".join(lines)
+    wait_until_training(proc)
     sent = time.time()
     proc.send_signal(sig)
     try:
