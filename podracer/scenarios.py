@@ -164,3 +164,11 @@ def metrics_text(text: str, randomize: str) -> str:
             if not item.strip().startswith("scenario.")
             or item.strip()[len("scenario."):].split(":")[0] in drawn]
     return ",".join(keep)
+
+
+def held_out(env: Any, randomize: str) -> Any:
+    """The env settings (an EnvConfig) of an evaluation on `randomize` (for_evaluation's
+    rule), with the episode metrics that scenario reports (`metrics_text`)."""
+    text = for_evaluation(env.randomize, randomize)
+    return dataclasses.replace(env, randomize=text,
+                               episode_metrics=metrics_text(env.episode_metrics, text))

@@ -33,7 +33,8 @@ and their settings.
 Held-out scenarios (a JAX env): `--scenario 'l=uniform(1.5, 2.0)'` (repeatable) also plays the
 games with env.randomize replaced (docs/howto_env.md), e.g. pole lengths the run never drew, on
 the same seeds; `--scenario none` plays the fixed env.options. The JSON gets one entry per
-scenario under "scenarios", and a table compares them with the run's own env.
+scenario under "scenarios", and a table compares them with the run's own env
+(scripts/held_out.py).
 """
 from __future__ import annotations
 
@@ -51,8 +52,9 @@ import numpy as np
 import agents
 from agents import evaluation as players  # the evaluation players (greedy, sampling)
 from experiments import wiring
-from podracer import checkpoint, scenarios
+from podracer import checkpoint
 from experiments.wiring import command_line
+from scripts import held_out
 from experiments.wiring import members as population
 # The game loop and its settings are shared with in-training evaluation.
 from podracer.evaluation import EVAL_SEED, summarize
@@ -179,52 +181,6 @@ def eval_envs(sections: wiring.Sections, noop_max: int | None = None,
             raise ValueError(f"{' and '.join(given)}: EnvPool settings; {env_cfg.name!r} is a "
                              f"JAX-native env (set its parameters with the run's env.options).")
     return wiring.host_envs(env_cfg, whole_games=True)
-
-
-def scenario_config(env_cfg: Any, randomize: str) -> Any:
-    """The evaluation env settings of a held-out scenario (`--scenario`): the run's, with
-    env.randomize replaced ("none" = no draws: the fixed env.options). ValueError for a text
-    that does not parse or a host env, which keeps its options."""
-    text = scenarios.for_evaluation(env_cfg.randomize, randomize)
-    try:
-        cfg = dataclasses.replace(env_cfg, randomize=text)
-    except ValueError as e:
-        raise ValueError(f"--scenario {randomize!r}: {e}") from None
-    if text and not wiring.is_jax_env(cfg):
-        raise ValueError(f"--scenario {randomize!r}: held-out scenarios vary a JAX env's "
-                         f"parameters; {cfg.name!r} is a host env.")
-    return cfg
-
-
-def play_scenarios(policy: Policy, env_cfg: Any, args: argparse.Namespace,
-                   text: str) -> list[dict]:
-    """One row per `--scenario`: its games' summary and episode-metric means."""
-    rows = []
-    for randomize in args.scenarios:
-        cfg = command_line_call(args, scenario_config, env_cfg, randomize)
-        make_env = command_line_call(args, wiring.host_envs, cfg, True)
-        metrics = command_line_call(args, eval_metrics, make_env,
-                                    scenarios.metrics_text(text, cfg.randomize), cfg.name)
-        returns, lengths, values = play(policy.new_actor, make_env, args.episodes,
-                                        args.num_envs, args.seed, metrics=metrics)
-        rows.append({"scenario": randomize, "episodes": len(returns), **summarize(returns),
-                     "length_mean": float(np.mean(lengths)),
-                     **({"episode_metrics": metric_means(values)} if metrics else {})})
-    return rows
-
-
-def scenario_table(trained: dict, rows: list[dict]) -> str:
-    """The Markdown table of `--scenario`'s rows after the run's own env (`trained`)."""
-    names = list(trained.get("episode_metrics", {}))
-    lines = ["| scenario | games | mean | median | std | " + " | ".join(names)
-             + (" |" if names else "|"), "|---" * (5 + len(names)) + "|"]
-    for label, row in [(f"trained: {trained['randomize'] or 'fixed options'}", trained),
-                       *[(r["scenario"], r) for r in rows]]:
-        extra = [f"{row.get('episode_metrics', {}).get(n, float('nan')):.3g}" for n in names]
-        lines.append(f"| {label} | {row['episodes']} | {row['mean']:.2f} | "
-                     f"{row['median']:.2f} | {row['std']:.2f} | " + " | ".join(extra)
-                     + (" |" if extra else "|"))
-    return "\n".join(lines)
 
 
 def eval_metrics(make_env: Callable[[int, int], Any], text: str, env_name: str
@@ -387,7 +343,9 @@ def main(argv=None) -> dict:
               **({"metrics": {n: [v if np.isfinite(v) else None for v in column]
                               for n, column in values.items()}} if metrics else {})}
     if args.scenarios:
-        report["scenarios"] = play_scenarios(policy, env_cfg, args, text)
+        report["scenarios"] = command_line_call(
+            args, held_out.play_scenarios, policy.new_actor, env_cfg, args.scenarios, text,
+            args.episodes, args.num_envs, args.seed, eval_metrics)
     tag = f"-member{member.index}" if member else ""
     out = args.output or default_output(policy.checkpoint, meta, "eval",
                                         f"{tag}-{args.policy}.json")
@@ -401,7 +359,7 @@ def main(argv=None) -> dict:
           f"{''.join(f'  {n} {v:.3g}' for n, v in means.items())}\nwrote {out}",
           flush=True)
     if args.scenarios:
-        print(scenario_table({**report, "randomize": env_cfg.randomize},
+        print(held_out.table({**report, "randomize": env_cfg.randomize},
                              report["scenarios"]), flush=True)
     return report
 

@@ -85,8 +85,8 @@ def gymnasium_env(make_one: Callable[[], Any], num_envs: int, seed: int) -> Gymn
                                             autoreset_mode=AutoresetMode.NEXT_STEP), seed)
 
 
-def gymnasium_make(env_id: str, num_envs: int, seed: int, **kwargs: Any) -> GymnasiumVectorEnv:
-    """A registered gymnasium id (`gymnasium.make(env_id, **kwargs)`), batched."""
+def gymnasium_make(env_id: Any, num_envs: int, seed: int, **kwargs: Any) -> GymnasiumVectorEnv:
+    """A registered gymnasium id or EnvSpec (`gymnasium.make(env_id, **kwargs)`), batched."""
     import gymnasium
     return gymnasium_env(lambda: gymnasium.make(env_id, **kwargs), num_envs, seed)
 

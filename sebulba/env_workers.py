@@ -7,7 +7,7 @@ batch with the runtime's API and episode semantics: sebulba/envs.py, sebulba/ada
 process of its own, so env i still gets seed + i and keeps the trajectories it has in the
 actor's process. Observations come back through shared memory (one block per observation
 leaf, each worker writing its rows); actions, rewards, flags and `info` go through a pipe.
-`send`/`recv` split the step (the workers step while the actor runs the policy of its other
+The worker's side of the pipe is sebulba/env_worker.py. `send`/`recv` split the step (the workers step while the actor runs the policy of its other
 half-pool, sebulba/actor_pools.py).
 
 Why not gymnasium's AsyncVectorEnv(shared_memory=True): it runs one process per env, so 64
@@ -28,16 +28,16 @@ from __future__ import annotations
 import importlib.util
 import multiprocessing
 import pickle
-import signal
 import sys
 import time
-import traceback
 import weakref
 from multiprocessing import shared_memory
 from typing import Any, Callable
 
+import jax
 import numpy as np
 
+from sebulba.env_worker import flatten, rebuild, serve
 from sebulba.timestep import TimeStep
 
 _JOIN_S = 5.0  # seconds `close` waits for a worker before terminating it
@@ -84,7 +84,7 @@ class ProcessEnvBatch:
         self._finalizer = weakref.finalize(self, _shutdown, self._procs, self._conns, self._shm)
         for w, (lo, hi) in enumerate(self._slices):
             parent, child = ctx.Pipe()
-            proc = ctx.Process(target=_serve, args=(child, payload, hi - lo, seed + lo),
+            proc = ctx.Process(target=serve, args=(child, payload, hi - lo, seed + lo),
                                name=f"{name}-worker{w}", daemon=True)
             proc.start()
             child.close()  # the worker holds the only other end: EOF when it dies
@@ -126,7 +126,7 @@ class ProcessEnvBatch:
         """Hands each worker its envs' actions and returns at once."""
         for w, (lo, hi) in enumerate(self._slices):
             try:
-                self._conns[w].send(("step", _rows(action, lo, hi)))
+                self._conns[w].send(("step", jax.tree.map(lambda a: np.asarray(a)[lo:hi], action)))
             except (OSError, EOFError):
                 raise self._died(w, "stepping") from None
 
@@ -136,7 +136,7 @@ class ProcessEnvBatch:
         if self._views is None:  # stepped before any reset: observations came by pipe
             obs = _concat([p[0] for p in parts])
         else:
-            obs = _rebuild(self._obs_tree, [np.array(v) for v in self._views])
+            obs = rebuild(self._obs_tree, [np.array(v) for v in self._views])
         reward, terminated, truncated, over = (np.concatenate([p[i] for p in parts])
                                                for i in range(1, 5))
         info = _merge_info([p[5] for p in parts], [hi - lo for lo, hi in self._slices])
@@ -157,7 +157,7 @@ class ProcessEnvBatch:
     def _attach(self, obs: Any) -> None:
         """Shared blocks for the observation leaves, shaped like the batch `reset` returned;
         each worker then writes its rows in place of sending them."""
-        leaves, self._obs_tree = _flatten(obs)
+        leaves, self._obs_tree = flatten(obs)
         self._views = []
         specs = []
         for leaf in leaves:
@@ -268,144 +268,9 @@ def _referenced_modules(obj: Any) -> set[str]:
     return {n for n in names if n}
 
 
-def _serve(conn: Any, payload: tuple[bytes, dict[str, str]], num_envs: int, seed: int) -> None:
-    """A worker's loop: build the batch, then answer reset/step/attach/render until told to
-    close or its pipe ends (the parent died)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the trainer handles Ctrl-C and closes us
-    try:
-        data, files = payload
-        for mod_name, path in files.items():
-            spec = importlib.util.spec_from_file_location(mod_name, path)
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[mod_name] = module
-            spec.loader.exec_module(module)
-        env = pickle.loads(data)(num_envs, seed)
-        conn.send(("ok", (env.observation_space, env.action_space,
-                          getattr(env, "info_fields", None))))
-    except BaseException:  # noqa: BLE001 - reported to the parent by name
-        _reply(conn, ("error", traceback.format_exc()))
-        return
-    views: list[np.ndarray] | None = None
-    blocks: list[shared_memory.SharedMemory] = []
-    try:
-        while True:
-            try:
-                command, arg = conn.recv()
-            except (EOFError, OSError):
-                return  # the parent is gone
-            if command == "close":
-                return
-            try:
-                if command == "step":
-                    ts = env.step(arg)
-                    obs = None
-                    if views is not None:
-                        _write(views, ts.obs)
-                    else:
-                        obs = ts.obs
-                    reply = (obs, np.asarray(ts.reward, np.float32),
-                             np.asarray(ts.terminated, bool), np.asarray(ts.truncated, bool),
-                             np.asarray(ts.episode_over, bool), ts.info)
-                elif command == "reset":
-                    reply = env.reset()
-                elif command == "attach":
-                    specs, lo, hi = arg
-                    for shm_name, shape, dtype in specs:
-                        blocks.append(shared_memory.SharedMemory(name=shm_name))
-                    views = [np.ndarray(shape, np.dtype(dtype), buffer=b.buf)[lo:hi]
-                             for b, (_, shape, dtype) in zip(blocks, specs)]
-                    reply = None
-                elif command == "render":
-                    reply = env.render(arg)
-                else:
-                    raise ValueError(f"unknown command {command!r}")
-            except BaseException:  # noqa: BLE001
-                reply = None
-                if not _reply(conn, ("error", traceback.format_exc())):
-                    return
-                continue
-            if not _reply(conn, ("ok", reply)):
-                return
-    finally:
-        views = None
-        for b in blocks:
-            b.close()
-        try:
-            env.close()
-        except Exception:  # noqa: BLE001 - exiting anyway
-            pass
-
-
-def _reply(conn: Any, message: Any) -> bool:
-    try:
-        conn.send(message)
-        return True
-    except (BrokenPipeError, ConnectionResetError, OSError):
-        return False
-
-
-def _write(views: list[np.ndarray], obs: Any) -> None:
-    leaves, _ = _flatten(obs)
-    if len(leaves) != len(views):
-        raise ValueError(f"the observation has {len(leaves)} arrays; the first reset gave "
-                         f"{len(views)}.")
-    for i, (view, leaf) in enumerate(zip(views, leaves)):
-        if leaf.shape != view.shape or leaf.dtype != view.dtype:
-            raise ValueError(f"observation leaf {i} has shape {leaf.shape} and dtype "
-                             f"{leaf.dtype}; the first reset gave {view.shape} {view.dtype}.")
-        view[...] = leaf
-
-
-def _flatten(obs: Any) -> tuple[list[np.ndarray], Any]:
-    """The array leaves of an observation (dicts by sorted key, tuples/lists in order) and a
-    template to rebuild it."""
-    if isinstance(obs, dict):
-        keys = sorted(obs)
-        leaves, trees = [], []
-        for k in keys:
-            sub, tree = _flatten(obs[k])
-            leaves += sub
-            trees.append((k, tree, len(sub)))
-        return leaves, ("dict", trees)
-    if isinstance(obs, (tuple, list)):
-        leaves, trees = [], []
-        for v in obs:
-            sub, tree = _flatten(v)
-            leaves += sub
-            trees.append((None, tree, len(sub)))
-        return leaves, (type(obs), trees)
-    return [np.asarray(obs)], None
-
-
-def _rebuild(tree: Any, leaves: list[np.ndarray]) -> Any:
-    if tree is None:
-        return leaves[0]
-    kind, parts = tree
-    out, i = [], 0
-    for key, sub, n in parts:
-        out.append((key, _rebuild(sub, leaves[i:i + n])))
-        i += n
-    if kind == "dict":
-        return dict(out)
-    return kind(v for _, v in out)
-
-
 def _concat(parts: list[Any]) -> Any:
     """Per-worker observations -> the batch's, along the env axis."""
-    first = parts[0]
-    if isinstance(first, dict):
-        return {k: _concat([p[k] for p in parts]) for k in first}
-    if isinstance(first, (tuple, list)):
-        return type(first)(_concat(list(x)) for x in zip(*parts))
-    return np.concatenate([np.asarray(p) for p in parts])
-
-
-def _rows(action: Any, lo: int, hi: int) -> Any:
-    if isinstance(action, dict):
-        return {k: _rows(v, lo, hi) for k, v in action.items()}
-    if isinstance(action, (tuple, list)):
-        return type(action)(_rows(v, lo, hi) for v in action)
-    return np.asarray(action)[lo:hi]
+    return jax.tree.map(lambda *xs: np.concatenate(xs), *parts)
 
 
 def _merge_info(infos: list[Any], sizes: list[int]) -> Any:

@@ -267,7 +267,7 @@ def worker_maker(cfg: EnvConfig) -> Callable[[int, int], Any]:
         import gymnasium
         check_env_id(cfg.name)
         spec = gymnasium.spec(cfg.name[len(registry.GYMNASIUM_PREFIX):])
-        return functools.partial(_gymnasium_batch, spec, dict(cfg.options))
+        return functools.partial(adapters.gymnasium_make, spec, **cfg.options)
     raise ValueError(f"env.workers={cfg.workers} steps Python envs (a registered env or "
                      f"'gymnasium:<id>'); {cfg.name!r} is an EnvPool id, whose C++ pool steps "
                      f"in env.num_threads threads: set env.workers=0.")
@@ -276,12 +276,6 @@ def worker_maker(cfg: EnvConfig) -> Callable[[int, int], Any]:
 def _registered_batch(cfg: EnvConfig, maker: Any, num_envs: int, seed: int) -> Any:
     return adapters.as_runtime_env(maker(num_envs, seed, cfg), num_envs, seed,
                                    f"the env maker registered as {cfg.name!r}")
-
-
-def _gymnasium_batch(spec: Any, options: dict, num_envs: int, seed: int) -> Any:
-    import gymnasium
-    return adapters.gymnasium_env(functools.partial(gymnasium.make, spec, **options),
-                                  num_envs, seed)
 
 
 def make_env(cfg: EnvConfig, num_envs: int, seed: int,

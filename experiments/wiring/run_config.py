@@ -64,7 +64,4 @@ def evaluation_env(env: Any, run: RunConfig) -> Any:
     """The env settings (an EnvConfig) periodic evaluation plays: `env`'s, with
     run.eval_randomize's scenarios (podracer/scenarios.py) and the episode metrics they
     report."""
-    randomize = scenarios.for_evaluation(env.randomize, run.eval_randomize)
-    return dataclasses.replace(
-        env, randomize=randomize,
-        episode_metrics=scenarios.metrics_text(env.episode_metrics, randomize))
+    return scenarios.held_out(env, run.eval_randomize)
