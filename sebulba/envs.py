@@ -274,6 +274,7 @@ def worker_maker(cfg: EnvConfig) -> Callable[[int, int], Any]:
 
 
 def _registered_batch(cfg: EnvConfig, maker: Any, num_envs: int, seed: int) -> Any:
+    """A registered maker's batch, checked (in the actor's process or a worker's)."""
     return adapters.as_runtime_env(maker(num_envs, seed, cfg), num_envs, seed,
                                    f"the env maker registered as {cfg.name!r}")
 
@@ -290,8 +291,7 @@ def make_env(cfg: EnvConfig, num_envs: int, seed: int,
                                            name=cfg.name)
     maker = registry.env_maker(cfg.name)
     if maker is not None:
-        return adapters.as_runtime_env(maker(num_envs, seed, cfg), num_envs, seed,
-                                       f"the env maker registered as {cfg.name!r}")
+        return _registered_batch(cfg, maker, num_envs, seed)
     if cfg.name.startswith(registry.GYMNASIUM_PREFIX):
         check_env_id(cfg.name)
         return adapters.gymnasium_make(cfg.name[len(registry.GYMNASIUM_PREFIX):], num_envs,
