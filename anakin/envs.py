@@ -160,19 +160,20 @@ class GymnaxEnv:
         if unknown:
             raise ValueError(f"gymnax {env_id}: unknown EnvParams field(s) {unknown}; allowed: "
                              f"{sorted(params.__dataclass_fields__)}.")
-        derived = _DERIVED.get(env_id)
-        fixed = sorted(set(options) & set(derived[0])) if derived else []
+        derived = scenarios.DERIVED.get(env_id)
+        fixed = sorted(set(options) & set(derived.fields)) if derived else []
         if fixed:
             raise ValueError(f"gymnax {env_id}: {fixed} follow from other fields "
-                             f"({derived[2]}); set those instead.")
-        self._derive = derived[1] if derived else (lambda p: p)
+                             f"({derived.rule}); set those instead.")
+        self._derive = ((lambda p: p.replace(**derived.recompute(p))) if derived
+                        else (lambda p: p))
         self.params = self._derive(params.replace(**options)) if options else params
         self.env_id = env_id
         self.draws = scenarios.parse(randomize)
         fields = params.__dataclass_fields__
         scenarios.check_fields(
             self.draws, [f for f in fields if f != "max_steps_in_episode"
-                         and f not in (derived[0] if derived else ())],
+                         and f not in (derived.fields if derived else ())],
             f"env.randomize on gymnax {env_id}")
         for d in self.draws:
             if d.kind == "function":
@@ -212,16 +213,6 @@ class GymnaxEnv:
 
 
 GYMNAX_PREFIX = "gymnax:"
-
-# gymnax EnvParams fields that are functions of others, which its step reads beside them
-# (gymnax/environments/classic_control/cartpole.py): recomputed whenever options or a
-# scenario set their sources, never set themselves. (fields, recompute, what they are)
-_DERIVED = {
-    "CartPole-v1": (("total_mass", "polemass_length"),
-                    lambda p: p.replace(total_mass=p.masspole + p.masscart,
-                                        polemass_length=p.masspole * p.length),
-                    "total_mass = masspole + masscart, polemass_length = masspole * length"),
-}
 
 
 def _check_factory(name: str, factory: Any) -> None:

@@ -155,7 +155,7 @@ def train(agent: Agent | pop.Population, env, ac: runtime.AnakinConfig,
     example = jax.tree.map(lambda x: x[None], env.reset(jax.random.key(0)).obs)
     state, runner = program.init(example, start_updates, resume)
 
-    episodes = [EpisodeStats(metrics=names) for _ in range(size)]
+    episodes = [EpisodeStats.of(episode_metrics) for _ in range(size)]
     # Members stopped by non-finite updates: {member: where and why}, frozen from then on.
     diverged: dict[int, dict] = {}
     if resume:

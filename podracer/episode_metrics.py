@@ -26,10 +26,23 @@ JUDGED = (("crashed", "max"), ("is_success", "max"), ("speed", "mean"))
 BUILT_IN = ("return_mean", "return_max", "return_best_mean", "length_mean", "count")
 
 
+class Bins(NamedTuple):
+    """How the games are grouped by a metric's value (a drawn scenario field): a game whose
+    value v has `searchsorted(edges, v, "right") == i` is in bin `labels[i]`."""
+
+    edges: tuple[float, ...]  # the inner edges, ascending (len(labels) - 1 of them)
+    labels: tuple[str, ...]   # each bin's name in the logged keys
+
+    def index(self, values: np.ndarray) -> np.ndarray:
+        """Each value's bin."""
+        return np.searchsorted(np.asarray(self.edges, np.float64), values, side="right")
+
+
 class EpisodeMetric(NamedTuple):
     field: str      # the info entry, dotted for a nested one
     reduction: str  # one of REDUCTIONS
     name: str       # logged as episode/<name>
+    bins: Bins | None = None  # the games are also summarised per bin of this metric
 
 
 def judged(reported: Sequence[str]) -> tuple[EpisodeMetric, ...]:

@@ -15,7 +15,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from podracer.episode_metrics import BUILT_IN, metric_means
+from podracer.episode_metrics import BUILT_IN, Bins, EpisodeMetric, metric_means
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,20 +31,37 @@ class WandbConfig:
 
 
 _EPISODE_KEYS = tuple(f"episode/{name}" for name in BUILT_IN)
+_BINNED = "episode/scenario_bins/"  # EpisodeStats' per-bin keys
 
 
 class EpisodeStats:
     """Rolling window of finished games: true returns and lengths, and the values of each
     episode metric (env.episode_metrics, podracer/episode_metrics.py) by name. A game is
     (return, length, *metric values) in the order of `metrics`; a metric's summary is the
-    mean over the window of the games that reported it (NaN = not reported)."""
+    mean over the window of the games that reported it (NaN = not reported).
 
-    def __init__(self, window: int = 100, metrics: Sequence[str] = ()) -> None:
+    `bins` ({metric name: Bins}, a drawn scenario field's, podracer/scenarios.py) also
+    summarises the window's games per bin of that metric's value, as
+    `episode/scenario_bins/<field>/<bin>/{return_mean,length_mean,games,<metric>...}` (games:
+    how many of the window's games fell in the bin)."""
+
+    def __init__(self, window: int = 100, metrics: Sequence[str] = (),
+                 bins: Mapping[str, Bins] | None = None) -> None:
         self.returns: collections.deque = collections.deque(maxlen=window)
         self.lengths: collections.deque = collections.deque(maxlen=window)
         self.metrics = {name: collections.deque(maxlen=window) for name in metrics}
+        self.bins = dict(bins or {})
+        unknown = set(self.bins) - set(self.metrics)
+        if unknown:
+            raise ValueError(f"bins of {sorted(unknown)}: not among the metrics {list(metrics)}.")
         self.total_episodes = 0
         self.best_mean = float("-inf")  # best rolling mean so far (full windows only)
+
+    @classmethod
+    def of(cls, metrics: Sequence[EpisodeMetric], window: int = 100) -> "EpisodeStats":
+        """The statistics of a run's episode metrics (their names, and the bins they carry)."""
+        return cls(window, tuple(m.name for m in metrics),
+                   {m.name: m.bins for m in metrics if m.bins is not None})
 
     @classmethod
     def restored(cls, state: Mapping) -> "EpisodeStats":
@@ -96,6 +113,30 @@ class EpisodeStats:
                "episode/length_mean": float(np.mean(self.lengths)),
                "episode/count": float(self.total_episodes)}
         out.update({f"episode/{n}": v for n, v in metric_means(self.metrics).items()})
+        for name, grouping in self.bins.items():
+            out.update(self._per_bin(name, grouping))
+        return out
+
+    def _per_bin(self, name: str, grouping: Bins) -> dict[str, float]:
+        """The window's games grouped by the value of metric `name` (bins with no game are
+        left out)."""
+        values = np.asarray(self.metrics[name], np.float64)
+        index = grouping.index(values)
+        returns, lengths = np.asarray(self.returns), np.asarray(self.lengths)
+        others = {n: np.asarray(c, np.float64) for n, c in self.metrics.items()
+                  if n not in self.bins}  # not the other drawn fields: clutter
+        field = name.split("/", 1)[1] if name.startswith("scenario/") else name
+        out = {}
+        for i, label in enumerate(grouping.labels):
+            games = (index == i) & np.isfinite(values)
+            if not games.any():
+                continue
+            key = f"{_BINNED}{field}/{label}"
+            out[f"{key}/return_mean"] = float(returns[games].mean())
+            out[f"{key}/length_mean"] = float(lengths[games].mean())
+            out[f"{key}/games"] = float(games.sum())
+            out.update({f"{key}/{n}": v for n, v in
+                        metric_means({n: c[games] for n, c in others.items()}).items()})
         return out
 
 
@@ -201,9 +242,11 @@ class MetricsLogger:
         eta = max(0, self.total_steps - step) / sps if sps > 0 else float("nan")
         ret = s.get("episode/return_mean", float("nan"))
         loss = s.get("loss/total", float("nan"))
-        # The env.episode_metrics beside the return (episode/crashed -> "crashed 0.12").
+        # The env.episode_metrics beside the return (episode/crashed -> "crashed 0.12"); the
+        # per-scenario-bin summaries are for TensorBoard and metrics.jsonl only.
         extra = "".join(f"  {k[len('episode/'):]} {v:.3g}" for k, v in s.items()
-                        if k.startswith("episode/") and k not in _EPISODE_KEYS)
+                        if k.startswith("episode/") and k not in _EPISODE_KEYS
+                        and not k.startswith(_BINNED))
         print(f"[{elapsed:7.0f}s] steps {step:>10,d}/{self.total_steps:,d}  "
               f"sps {sps:8.0f}  return {ret:8.2f}{extra}  loss {loss:8.4f}  "
               f"lag {s.get('policy_lag/mean', 0.0):4.1f}  eta {_fmt_time(eta)}",

@@ -26,7 +26,9 @@ import dataclasses
 import importlib
 import math
 import re
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
+
+from podracer.episode_metrics import Bins, EpisodeMetric
 
 KINDS = ("uniform", "loguniform", "normal", "choice")
 _ITEM = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.+?)\s*$")
@@ -141,6 +143,75 @@ def draw(draws: Sequence[Draw], key: Any, defaults: dict[str, Any]) -> dict[str,
             value = d.args[0] + d.args[1] * jax.random.normal(k, ())
         out[d.field] = jnp.asarray(jnp.round(value) if integer else value, dtype)
     return out
+
+
+class Derived(NamedTuple):
+    """Parameters of an env that are functions of others, which its step reads beside them:
+    recomputed whenever options or a draw set their sources, never set themselves."""
+
+    fields: tuple[str, ...]
+    recompute: Callable[[Any], dict]  # (the params, as attributes) -> {field: value}
+    rule: str                         # what they are, for the error naming them
+
+
+# By env id, the same on gymnax and gymnasium (the same names: gymnax's CartPole is a port of
+# gymnasium's, gymnax/environments/classic_control/cartpole.py).
+DERIVED = {
+    "CartPole-v1": Derived(("total_mass", "polemass_length"),
+                           lambda p: {"total_mass": p.masspole + p.masscart,
+                                      "polemass_length": p.masspole * p.length},
+                           "total_mass = masspole + masscart, polemass_length = "
+                           "masspole * length"),
+}
+
+
+BINS = 4  # bins per drawn range in the per-scenario summaries (a choice: one per value)
+
+
+def bins(d: Draw) -> Bins | None:
+    """How games are grouped by the value `d` drew: BINS equal bins of a uniform range (of
+    its logarithm for loguniform), one bin per value of a choice, 4 bins of a normal cut at
+    the mean and one standard deviation either side; None for a function of one's own (its
+    range is not known)."""
+    def label(x: float) -> str:
+        return f"{x:.3g}"
+
+    if d.kind == "choice":
+        values = sorted(set(d.args))
+        edges = tuple((a + b) / 2 for a, b in zip(values, values[1:]))
+        return Bins(edges, tuple(label(v) for v in values))
+    if d.kind in ("uniform", "loguniform"):
+        lo, hi = d.args
+        if d.kind == "loguniform":
+            cuts = [math.exp(math.log(lo) + (math.log(hi) - math.log(lo)) * i / BINS)
+                    for i in range(BINS + 1)]
+        else:
+            cuts = [lo + (hi - lo) * i / BINS for i in range(BINS + 1)]
+        return Bins(tuple(cuts[1:-1]), tuple(f"{label(a)}-{label(b)}"
+                                             for a, b in zip(cuts, cuts[1:])))
+    if d.kind == "normal":
+        mean, std = d.args
+        cuts = (mean - std, mean, mean + std)
+        return Bins(cuts, (f"<{label(cuts[0])}", f"{label(cuts[0])}-{label(cuts[1])}",
+                           f"{label(cuts[1])}-{label(cuts[2])}", f">{label(cuts[2])}"))
+    return None
+
+
+def logged(metrics: Sequence[EpisodeMetric], randomize: str) -> tuple[EpisodeMetric, ...]:
+    """`metrics` (a run's resolved env.episode_metrics) with each field `randomize` draws as a
+    metric `scenario.<field>` (added as `:last` unless named already) carrying its `bins`, so
+    the return and the other metrics are also summarised per scenario bin."""
+    out = list(metrics)
+    for d in parse(randomize):
+        field, grouping = f"scenario.{d.field}", bins(d)
+        if grouping is None:
+            continue
+        at = [i for i, m in enumerate(out) if m.field == field]
+        if at:  # the value is the game's scenario whatever the reduction
+            out[at[0]] = out[at[0]]._replace(bins=grouping)
+        else:
+            out.append(EpisodeMetric(field, "last", field.replace(".", "/"), grouping))
+    return tuple(out)
 
 
 NONE = "none"  # eval_randomize / --scenario: no draws, the fixed env.options

@@ -121,7 +121,7 @@ def train(agent: Agent, make_env: Callable[[int, int], Any], rc: RuntimeConfig,
     lifetime = Lifetime()
     params = ParamsSource(list(topo.actor_devices), lifetime, rc.stall_warning_s)
     loop = _LearnerLoop(rc, plan, logger, lifetime, [], topo, state, resume, packer,
-                        checkpointer, on_update, tuple(m.name for m in episode_metrics))
+                        checkpointer, on_update, tuple(episode_metrics))
     if example_obs is not None and loop.updates < loop.end_update:
         # Compile the learner while the actors start and compile (never for a run with
         # nothing left to do: a compile still running at interpreter exit aborts it).
@@ -240,11 +240,11 @@ class _LearnerLoop:
                  lifetime: Lifetime, queues: list[queue.Queue], topo: Topology, state: PyTree,
                  resume: Progress | None = None, packer: MetricsPacker | None = None,
                  checkpointer: Checkpointer | None = None, on_update=None,
-                 metric_names: Sequence[str] = ()) -> None:
+                 metrics: Sequence[EpisodeMetric] = ()) -> None:
         self.rc, self.plan, self.lifetime, self.queues = rc, plan, lifetime, queues
         self.topo = topo
         # The working copy; the snapshot holds its state_dict.
-        self.episodes = EpisodeStats(metrics=metric_names)
+        self.episodes = EpisodeStats.of(metrics)
         if resume:
             self.episodes.load_state_dict(resume.episodes)
         self.snapshot = _Snapshot(state, resume.env_steps if resume else 0,

@@ -20,7 +20,7 @@ from anakin.population import Population
 from experiments.wiring import members
 from experiments.wiring.run_config import evaluation_env
 from experiments.wiring.runtimes import Started
-from podracer import compile_cache, episode_metrics
+from podracer import compile_cache, episode_metrics, scenarios
 from podracer.schema import read_section
 from podracer.validation import ConfigError
 
@@ -119,12 +119,15 @@ def check_metrics(env, env_config) -> tuple[episode_metrics.EpisodeMetric, ...]:
     """env.episode_metrics resolved against the scalar fields of the JAX env's step info
     (`anakin.envs.info_fields`, from the step's abstract evaluation): "auto" takes those of
     crashed, is_success and speed it reports; a field it does not report stops the run in one
-    line naming those it does."""
+    line naming those it does. Each field env.randomize draws is added as `scenario.<field>`
+    with its bins (podracer/scenarios.logged: the return summarised per scenario bin)."""
     try:
-        return episode_metrics.chosen(env_config.episode_metrics, anakin_envs.info_fields(env),
-                                      f"env.name={env_config.name!r}")
+        chosen = episode_metrics.chosen(env_config.episode_metrics,
+                                        anakin_envs.info_fields(env),
+                                        f"env.name={env_config.name!r}")
     except ValueError as e:
         raise ConfigError(f"env.episode_metrics={env_config.episode_metrics!r}: {e}") from None
+    return scenarios.logged(chosen, env_config.randomize)
 
 
 DRIVER = AnakinRuntime()

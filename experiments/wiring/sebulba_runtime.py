@@ -21,7 +21,7 @@ from anakin import envs as anakin_envs
 from experiments.wiring import anakin_runtime
 from experiments.wiring.run_config import evaluation_env
 from experiments.wiring.runtimes import Started
-from podracer import compile_cache, episode_metrics
+from podracer import compile_cache, episode_metrics, scenarios
 from podracer.schema import read_section
 from podracer.validation import ConfigError
 from sebulba import envs, evaluation, layout, registry, runner, topology
@@ -104,7 +104,7 @@ class SebulbaRuntime:
         # Evaluation plays whole games: env ids get the evaluation settings; a user's env
         # factory is used as it is.
         eval_env, eval_metrics = make_env or host_envs(sections.env, whole_games=True), metrics
-        if make_env is None and sections.run.eval_randomize:  # held-out scenarios (JAX envs)
+        if make_env is None and sections.run.eval_randomize:  # held-out scenarios
             held_out = evaluation_env(sections.env, sections.run)
             eval_env = host_envs(held_out, whole_games=True)
             probe = eval_env(1, rc.seed)
@@ -126,11 +126,13 @@ class SebulbaRuntime:
 
 def check_metrics(probe, env: envs.EnvConfig) -> tuple[episode_metrics.EpisodeMetric, ...]:
     """env.episode_metrics resolved against the fields the env's info holds (wildcards
-    expanded); a field it does not hold stops the run in one line naming those it does."""
+    expanded); a field it does not hold stops the run in one line naming those it does. Each
+    field env.randomize draws is added with its bins (podracer/scenarios.logged)."""
     try:
-        return envs.episode_metrics_of(probe, env.episode_metrics, f"env.name={env.name!r}")
+        chosen = envs.episode_metrics_of(probe, env.episode_metrics, f"env.name={env.name!r}")
     except ValueError as e:
         raise ConfigError(f"env.episode_metrics={env.episode_metrics!r}: {e}") from None
+    return scenarios.logged(chosen, env.randomize)
 
 
 def is_jax_env(env: envs.EnvConfig) -> bool:

@@ -10,6 +10,8 @@
   envs, host envs on Sebulba.
 - A population: members draw their own scenarios (Anakin run, episode metric of the drawn
   length).
+- Per-bin summaries: the bins of each distribution; a drawn field is logged with its bins (a
+  run's rows carry the return per bin on both runtimes).
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from scipy import stats
 from anakin import envs
 from experiments import train
 from podracer import scenarios
+from podracer.episode_metrics import EpisodeMetric
 from podracer.validation import ConfigError
 from sebulba.envs import EnvConfig
 
@@ -180,11 +183,39 @@ def test_population_members_draw_their_own_scenarios(ppo_gymnax_config):
     assert means[0] != means[1]
 
 
+@pytest.mark.parametrize("text, edges, labels", [
+    ("l=uniform(0.5, 1.5)", (0.75, 1.0, 1.25), ("0.5-0.75", "0.75-1", "1-1.25", "1.25-1.5")),
+    ("l=loguniform(1, 16)", (2.0, 4.0, 8.0), ("1-2", "2-4", "4-8", "8-16")),
+    ("m=choice(2, 0.5, 1, 2)", (0.75, 1.5), ("0.5", "1", "2")),
+    ("g=normal(10, 0.5)", (9.5, 10.0, 10.5), ("<9.5", "9.5-10", "10-10.5", ">10.5")),
+])
+def test_bins_of_each_distribution(text, edges, labels):
+    grouping = scenarios.bins(scenarios.parse(text)[0])
+    assert grouping.edges == pytest.approx(edges) and grouping.labels == labels
+
+
+def test_each_drawn_field_is_logged_with_its_bins():
+    """Added as scenario.<field>:last; a field the user logs already gets the bins; a
+    distribution of one's own has no known range, so no bins."""
+    crashed = EpisodeMetric("crashed", "max", "crashed")
+    mine = EpisodeMetric("scenario.m", "mean", "scenario/m")
+    got = scenarios.logged((crashed, mine),
+                           "l=uniform(0.5, 1.5); m=choice(1, 2); "
+                           "g=tests.fakes.scenario_fns:short_or_long")
+    assert [(m.field, m.reduction, m.name) for m in got] == [
+        ("crashed", "max", "crashed"), ("scenario.m", "mean", "scenario/m"),
+        ("scenario.l", "last", "scenario/l")]
+    assert got[0].bins is None and got[1].bins.labels == ("1", "2")
+    assert got[2].bins.labels[0] == "0.5-0.75"
+    assert scenarios.logged((crashed,), "") == (crashed,)
+
+
 @pytest.mark.parametrize("runtime", ["anakin", "sebulba"])
 def test_periodic_evaluation_plays_the_held_out_scenarios(ppo_gymnax_config, tmp_path,
                                                           runtime):
     """eval_randomize: training draws lengths in [0.3, 0.9), evaluation plays 2.0 (Anakin on
-    the device; Sebulba steps the same JAX env on the host)."""
+    the device; Sebulba steps the same JAX env on the host). The drawn length is logged
+    without being asked for, with the return per length bin."""
     from tests.helpers import read_metrics
     overrides = dict(runtime=runtime, num_envs=8, unroll_length=16, total_env_steps=8 * 16 * 2,
                      eval_every_updates=1, eval_episodes=4, eval_num_envs=2,
@@ -193,9 +224,14 @@ def test_periodic_evaluation_plays_the_held_out_scenarios(ppo_gymnax_config, tmp
         overrides.update(actor_device_ids=(0,), learner_device_ids=(1,), num_actor_threads=1)
     config = ppo_gymnax_config(**overrides)
     config.env.randomize = "length=uniform(0.3, 0.9)"
-    config.env.episode_metrics = "scenario.length:last"
     train.run(config)
     rows = read_metrics(tmp_path / "run")
+    binned = [r for r in rows if "episode/scenario/length" in r]
+    labels = ("0.3-0.45", "0.45-0.6", "0.6-0.75", "0.75-0.9")
+    for r in binned:
+        games = [r.get(f"episode/scenario_bins/length/{b}/games", 0) for b in labels]
+        assert sum(games) == min(r["episode/count"], 100), r
+    assert any(f"episode/scenario_bins/length/{b}/return_mean" in binned[-1] for b in labels)
     trained = [r["episode/scenario/length"] for r in rows if "episode/scenario/length" in r]
     played = [r["eval/scenario/length"] for r in rows if "eval/scenario/length" in r]
     assert trained and all(0.3 <= v < 0.9 for v in trained)

@@ -1,7 +1,7 @@
 """env.episode_metrics: the parser, each reduction against hand-computed games, gymnasium's
-masks, the rolling statistics and their resume state, the exchange between processes, the
-refusal of a field the env does not report, and HighwayFast-v0's crash rate against a count
-made from EnvPool's own info."""
+masks, the rolling statistics (per scenario bin too) and their resume state, the exchange
+between processes, the refusal of a field the env does not report, and HighwayFast-v0's crash
+rate against a count made from EnvPool's own info."""
 from __future__ import annotations
 
 import math
@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from podracer import distributed
-from podracer.episode_metrics import (EpisodeAccumulator, EpisodeMetric, parse, reported_fields,
-                                      resolve)
-from podracer.logging import EpisodeStats
+from podracer.episode_metrics import (Bins, EpisodeAccumulator, EpisodeMetric, parse,
+                                      reported_fields, resolve)
+from podracer.logging import EpisodeStats, MetricsLogger
 from podracer.validation import ConfigError
 from sebulba.actor_pools import EpisodeCounter
 from sebulba.timestep import TimeStep
@@ -219,3 +219,27 @@ def test_a_run_logs_them_and_refuses_a_field_the_env_does_not_report(tmp_path, c
             r"env.name='HighwayFast-v0' does not report a field 'lanes' in its info; it "
             r"reports: crashed, elapsed_step, env_id, players.env_id, speed\.$")):
         train.run(config)
+
+
+def test_stats_per_scenario_bin_against_a_hand_count(capsys):
+    """Games grouped by a drawn field's bins: each bin's return, length and other metrics are
+    the means of its own games in the window; an empty bin and a game that did not report the
+    field are left out; the console line does not carry them."""
+    grouping = Bins(edges=(1.0, 2.0), labels=("lo", "mid", "hi"))
+    stats = EpisodeStats(window=5, metrics=("scenario/l", "crashed"),
+                         bins={"scenario/l": grouping})
+    stats.add([(9.0, 1, 2.5, 1.0),  # leaves the window
+               (1.0, 10, 0.5, 1.0), (3.0, 30, 0.9, 0.0), (5.0, 50, 2.0, 1.0),
+               (7.0, 70, 2.5, float("nan")), (100.0, 1, float("nan"), 1.0)])
+    s = stats.summary()
+    low, high = "episode/scenario_bins/l/lo/", "episode/scenario_bins/l/hi/"
+    assert (s[low + "return_mean"], s[low + "length_mean"], s[low + "games"],
+            s[low + "crashed"]) == (2.0, 20.0, 2.0, 0.5)
+    assert (s[high + "return_mean"], s[high + "games"], s[high + "crashed"]) == (6.0, 2.0, 1.0)
+    assert not any(k.startswith("episode/scenario_bins/l/mid/") for k in s)
+    assert not any("scenario_bins/l/lo/scenario" in k for k in s)
+    logger = MetricsLogger("", total_steps=10, enabled=False)
+    logger._print(1, s, 1.0)
+    assert "scenario_bins" not in capsys.readouterr().out
+    with pytest.raises(ValueError, match=r"bins of \['speed'\]: not among the metrics"):
+        EpisodeStats(metrics=("crashed",), bins={"speed": grouping})
