@@ -1,22 +1,31 @@
-"""PPO on gymnax CartPole trained on the fixed pole (length 0.5) and on randomised lengths
-(env.randomize), each evaluated greedily on pole lengths inside and outside the training range.
+"""PPO trained on a fixed gymnax env and on randomised scenarios (env.randomize), each seed
+evaluated greedily on values of the varied field inside and outside the training range.
 
-    python -m benchmarks.scenarios run [--steps N] [--seeds K] [--episodes E] [--csv PATH]
-    python -m benchmarks.scenarios table [--csv PATH]
+    python -m benchmarks.scenarios run [--task cartpole|pendulum] [--steps N] [--seeds K]
+    python -m benchmarks.scenarios table [--task ...]
+    python -m benchmarks.scenarios plot [--task ...]   # the training curves, a PNG
+
+Tasks: `cartpole`, experiments/configs/ppo_gymnax.py as it is (CartPole-v1, 500k steps), the
+pole length fixed (0.5) or drawn from uniform(0.25, 1.0); `pendulum`, the same config on
+gymnax Pendulum-v1 with the settings of ppo_mujoco.py's `:pendulum` variant (16 envs x 128
+steps, gamma 0.9, lr 1e-3, 10 epochs x 16 minibatches, observations normalised; 1M steps),
+the pendulum's mass fixed (1.0) or drawn from uniform(0.5, 2.0).
 
 `run` trains, per condition, K seeds as one population (num_seeds: one compiled program,
-docs/anakin.md) of experiments/configs/ppo_gymnax.py as it is (CartPole-v1, 500k steps by
-default), then plays each member greedily with `python -m scripts.evaluate <run> --member m
---scenario length=choice(L)` for every held-out length L (E games each, the evaluation seeds,
-disjoint from training's), and appends one row per condition, seed and length to the CSV: the
-mean return of the E games. `table` recomputes the Markdown table of docs/howto_env.md from
-the CSV: per condition and length, the IQM over seeds with its 95% stratified-bootstrap
-interval (rliable, 2,000 resamples) and each seed's value.
+docs/anakin.md), then plays each member greedily with `python -m scripts.evaluate <run>
+--member m --scenario FIELD=choice(V)` for every evaluated value V (E games each, on the
+evaluation seeds, disjoint from training's), and appends one row per condition, seed and value
+to the task's CSV (the mean return of the E games) and each member's training curve (env steps,
+the 100-game mean return) to its curves CSV. `table` recomputes the Markdown table of
+docs/howto_env.md from the CSV: per condition and value, the IQM over seeds with its 95%
+stratified-bootstrap interval (rliable, 2,000 resamples) and each seed's value; `plot` draws
+the curves (IQM over seeds, shaded min-max).
 """
 from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import json
 import os
 import subprocess
@@ -25,25 +34,67 @@ import tempfile
 
 import numpy as np
 
-CSV = os.path.join(os.path.dirname(__file__), "..", "docs", "scenarios_cartpole.csv")
-CONDITIONS = {"fixed": "", "randomised": "length=uniform(0.25, 1.0)"}  # env.randomize
-LENGTHS = (0.1, 0.5, 1.5, 2.5)  # evaluated pole lengths (gymnax's default: 0.5)
-FIELDS = ("condition", "seed", "env_steps", "length", "return", "episodes", "train_wall_s")
+DOCS = os.path.join(os.path.dirname(__file__), "..", "docs")
+FIELDS = ("condition", "seed", "env_steps", "value", "return", "episodes", "train_wall_s")
+CURVE_FIELDS = ("condition", "seed", "env_steps", "return_mean")
 
 
-def run(steps: int, seeds: int, episodes: int, path: str) -> None:
-    from benchmarks.harness.populations import append_rows, train_population
+@dataclasses.dataclass(frozen=True)
+class Task:
+    name: str        # gymnax id
+    field: str       # the EnvParams field varied
+    default: float   # its fixed value
+    drawn: str       # its training distribution in the randomised condition
+    values: tuple    # the values evaluated
+    steps: int       # env steps per seed
+    csv: str         # per-seed evaluation rows (docs/)
+
+    @property
+    def conditions(self) -> dict[str, str]:
+        return {"fixed": "", "randomised": f"{self.field}={self.drawn}"}
+
+    @property
+    def curves(self) -> str:
+        return self.csv.replace(".csv", "_curves.csv")
+
+
+TASKS = {
+    "cartpole": Task("gymnax:CartPole-v1", "length", 0.5, "uniform(0.25, 1.0)",
+                     (0.1, 0.5, 1.5, 2.5), 500_000, os.path.join(DOCS, "scenarios_cartpole.csv")),
+    "pendulum": Task("gymnax:Pendulum-v1", "m", 1.0, "uniform(0.5, 2.0)",
+                     (1.0, 1.5, 2.5, 3.5), 1_000_000, os.path.join(DOCS, "scenarios_pendulum.csv")),
+}
+
+
+def config_of(task: Task):
     from experiments.configs import ppo_gymnax
-    rows = []
-    for condition, randomize in CONDITIONS.items():
+    config = ppo_gymnax.get_config()
+    config.env.name = task.name
+    if task.name == "gymnax:Pendulum-v1":  # ppo_mujoco.py's :pendulum settings
+        config.num_envs, config.unroll_length = 16, 128
+        agent = config.agent
+        agent.discount, agent.gae_lambda, agent.learning_rate = 0.9, 0.95, 1e-3
+        agent.num_epochs, agent.num_minibatches = 10, 16
+        agent.obs_norm, agent.obs_clip, agent.adam_eps = True, 10.0, 1e-5
+        agent.entropy_cost, agent.max_grad_norm = 0.0, 0.5
+    return config
+
+
+def run(task: Task, steps: int, seeds: int, episodes: int) -> None:
+    from benchmarks.harness.populations import append_rows, train_population
+    rows, curves = [], []
+    for condition, randomize in task.conditions.items():
         with tempfile.TemporaryDirectory() as tmp:
-            config = ppo_gymnax.get_config()
+            config = config_of(task)
             config.env.randomize = randomize
             run_dir = os.path.join(tmp, condition)
             result, wall = train_population(config, seeds, steps, run_dir, checkpoint_keep=1)
-            for m in range(seeds):
-                scenarios = [a for length in LENGTHS
-                             for a in ("--scenario", f"length=choice({length})")]
+            for m, member in enumerate(sorted(os.listdir(os.path.join(run_dir, "members")))):
+                curves += [{"condition": condition, "seed": m, "env_steps": r["step"],
+                            "return_mean": round(r["episode/return_mean"], 1)}
+                           for r in _rows(os.path.join(run_dir, "members", member))]
+                scenarios = [a for v in task.values
+                             for a in ("--scenario", f"{task.field}=choice({v})")]
                 out = os.path.join(tmp, f"eval-{m}.json")
                 subprocess.run([sys.executable, "-m", "scripts.evaluate", run_dir,
                                 "--member", str(m), "--episodes", str(episodes),
@@ -51,52 +102,112 @@ def run(steps: int, seeds: int, episodes: int, path: str) -> None:
                                check=True, capture_output=True)
                 with open(out) as f:
                     report = json.load(f)
-                for length, row in zip(LENGTHS, report["scenarios"]):
+                for value, row in zip(task.values, report["scenarios"]):
                     rows.append({"condition": condition, "seed": m,
-                                 "env_steps": result.env_steps, "length": length,
+                                 "env_steps": result.env_steps, "value": value,
                                  "return": row["mean"], "episodes": row["episodes"],
                                  "train_wall_s": round(wall, 1)})
             print(f"{condition}: trained in {wall:.0f} s, evaluated {seeds} seeds", flush=True)
-    append_rows(path, FIELDS, rows)
+    append_rows(task.csv, FIELDS, rows)
+    append_rows(task.curves, CURVE_FIELDS, curves)
 
 
-def table(path: str) -> str:
-    from rliable import library, metrics
+def _rows(member_dir: str) -> list[dict]:
+    """A member's logged rows that carry its 100-game mean return."""
+    with open(os.path.join(member_dir, "metrics.jsonl")) as f:
+        rows = [json.loads(line) for line in f if line.strip()]
+    return [r for r in rows if "episode/return_mean" in r]
+
+
+def _read(path: str) -> list[dict]:
     with open(path) as f:
         rows = list(csv.DictReader(f))
-    lines = ["| trained on | pole length | IQM return over seeds [95% CI] | per seed |",
+    if rows and "length" in rows[0]:  # the first CartPole rows named the value "length"
+        for r in rows:
+            r["value"] = r.pop("length")
+    return rows
+
+
+def table(task: Task) -> str:
+    from rliable import library, metrics
+    rows = _read(task.csv)
+    lines = [f"| trained on | {task.field} | IQM return over seeds [95% CI] | per seed |",
              "|---|---:|---|---|"]
-    for condition, randomize in CONDITIONS.items():
-        for length in LENGTHS:
+    for condition, randomize in task.conditions.items():
+        for value in task.values:
             chosen = sorted((r for r in rows if r["condition"] == condition
-                             and float(r["length"]) == length), key=lambda r: int(r["seed"]))
+                             and float(r["value"]) == value), key=lambda r: int(r["seed"]))
             if not chosen:
                 continue
             scores = np.array([[float(r["return"])] for r in chosen])  # [seeds, 1 task]
             point, ci = library.get_interval_estimates(
                 {"x": scores}, lambda s: np.array([metrics.aggregate_iqm(s)]), reps=2000)
             lo, hi = ci["x"][:, 0]
-            label = "fixed 0.5" if not randomize else randomize.split("=", 1)[1]
+            label = f"fixed {task.default:g}" if not randomize else task.drawn
             per_seed = ", ".join(f"{float(r['return']):.0f}" for r in chosen)
-            lines.append(f"| {label} | {length:g} | {point['x'][0]:.1f} [{lo:.1f}, {hi:.1f}] | "
+            lines.append(f"| {label} | {value:g} | {point['x'][0]:.1f} [{lo:.1f}, {hi:.1f}] | "
                          f"{per_seed} |")
     return "\n".join(lines)
+
+
+def plot(task: Task, output: str) -> None:
+    """The training curves: per condition, the IQM over seeds of the 100-game mean return on
+    a grid of env steps every seed reached (each seed's last value before a grid point),
+    min-max over seeds shaded."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from scipy import stats
+    rows = _read(task.curves)
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for condition, randomize in task.conditions.items():
+        seeds = sorted({int(r["seed"]) for r in rows if r["condition"] == condition})
+        series = []
+        for s in seeds:
+            mine = [r for r in rows if r["condition"] == condition and int(r["seed"]) == s]
+            series.append((np.array([float(r["env_steps"]) for r in mine]),
+                           np.array([float(r["return_mean"]) for r in mine])))
+        if not series:
+            continue
+        end = min(x[-1] for x, _ in series)
+        grid = np.linspace(max(x[0] for x, _ in series), end, 100)
+        ys = np.array([y[np.searchsorted(x, grid, side="right") - 1] for x, y in series])
+        label = f"{task.field} fixed {task.default:g}" if not randomize else randomize
+        ax.plot(grid, stats.trim_mean(ys, 0.25, axis=0), label=f"{label} ({len(seeds)} seeds)")
+        ax.fill_between(grid, ys.min(0), ys.max(0), alpha=0.2)
+    ax.set_xlabel("env steps")
+    ax.set_ylabel("training return (100-game mean), IQM over seeds")
+    ax.set_title(f"PPO on {task.name}")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(output, dpi=100)
+    print(f"wrote {output}")
 
 
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
-    r = sub.add_parser("run")
-    r.add_argument("--steps", type=int, default=500_000)
-    r.add_argument("--seeds", type=int, default=5)
-    r.add_argument("--episodes", type=int, default=32)
-    r.add_argument("--csv", default=CSV)
-    t = sub.add_parser("table")
-    t.add_argument("--csv", default=CSV)
+    for name in ("run", "table", "plot"):
+        s = sub.add_parser(name)
+        s.add_argument("--task", choices=tuple(TASKS), default="cartpole")
+        s.add_argument("--csv", default=None, help="default: the task's, in docs/ (its curves "
+                       "beside it, *_curves.csv)")
+        if name == "run":
+            s.add_argument("--steps", type=int, default=None, help="default: the task's")
+            s.add_argument("--seeds", type=int, default=5)
+            s.add_argument("--episodes", type=int, default=32)
+        if name == "plot":
+            s.add_argument("--output", default=None, help="default: the curves CSV's .png")
     args = p.parse_args(argv)
+    task = TASKS[args.task]
+    if args.csv:
+        task = dataclasses.replace(task, csv=args.csv)
     if args.command == "run":
-        run(args.steps, args.seeds, args.episodes, args.csv)
-    print(table(args.csv))
+        run(task, args.steps or task.steps, args.seeds, args.episodes)
+    if args.command == "plot":
+        plot(task, args.output or task.curves.replace(".csv", ".png"))
+        return
+    print(table(task))
 
 
 if __name__ == "__main__":

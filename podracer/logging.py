@@ -64,9 +64,10 @@ class EpisodeStats:
                    {m.name: m.bins for m in metrics if m.bins is not None})
 
     @classmethod
-    def restored(cls, state: Mapping) -> "EpisodeStats":
-        """The statistics a state_dict holds, with the metrics it names."""
-        stats = cls(metrics=tuple(state.get("metrics", {})))
+    def restored(cls, state: Mapping, bins: Mapping[str, Bins] | None = None
+                 ) -> "EpisodeStats":
+        """The statistics a state_dict holds, with the metrics it names (and `bins`)."""
+        stats = cls(metrics=tuple(state.get("metrics", {})), bins=bins)
         stats.load_state_dict(state)
         return stats
 

@@ -85,10 +85,17 @@ def gymnasium_env(make_one: Callable[[], Any], num_envs: int, seed: int) -> Gymn
                                             autoreset_mode=AutoresetMode.NEXT_STEP), seed)
 
 
-def gymnasium_make(env_id: Any, num_envs: int, seed: int, **kwargs: Any) -> GymnasiumVectorEnv:
-    """A registered gymnasium id or EnvSpec (`gymnasium.make(env_id, **kwargs)`), batched."""
+def gymnasium_make(env_id: Any, num_envs: int, seed: int, randomize: str = "",
+                   **kwargs: Any) -> GymnasiumVectorEnv:
+    """A registered gymnasium id or EnvSpec (`gymnasium.make(env_id, **kwargs)`), batched;
+    `randomize` (env.randomize): each env draws those attributes anew at every reset
+    (sebulba/host_scenarios.py)."""
     import gymnasium
-    return gymnasium_env(lambda: gymnasium.make(env_id, **kwargs), num_envs, seed)
+    if not randomize:
+        return gymnasium_env(lambda: gymnasium.make(env_id, **kwargs), num_envs, seed)
+    from sebulba import host_scenarios
+    return gymnasium_env(lambda: host_scenarios.randomized(gymnasium.make(env_id, **kwargs),
+                                                           randomize), num_envs, seed)
 
 
 class DmEnvBatch:

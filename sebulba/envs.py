@@ -60,8 +60,9 @@ class EnvConfig:
     options: dict[str, Any] = dataclasses.field(default_factory=dict)
     # Randomised scenarios: env parameters each env draws at every reset, as
     # "field=uniform(lo, hi); field=choice(a, b); field=normal(m, s); field=module:function"
-    # (podracer/scenarios.py); "" = the fixed `options`. JAX envs (gymnax EnvParams) only,
-    # on either runtime; the others refuse it.
+    # (podracer/scenarios.py); "" = the fixed `options`. gymnax EnvParams (either runtime),
+    # a gymnasium env's attributes and registered envs that declare scenario_fields
+    # (Sebulba); EnvPool refuses it (options fixed per pool).
     randomize: str = ""
     # Per-step info fields reduced over each game and logged beside the return, as
     # "field:reduction,..." with max | mean | sum | last, e.g. "crashed:max,speed:mean"
@@ -246,12 +247,31 @@ def sample_actions(space: Any, n: int) -> Any:
 
 
 def check_randomize(cfg: EnvConfig) -> None:
-    """Host envs (EnvPool, registered, gymnasium) keep their `options` for the whole run:
-    env.randomize varies JAX envs' parameters only (ValueError naming the route)."""
-    if cfg.randomize:
-        raise ValueError(f"env.randomize={cfg.randomize!r}: randomised scenarios vary the "
-                         f"parameters of JAX envs (gymnax:<id>, on either runtime); "
-                         f"{cfg.name!r} is a host env, whose options are fixed for the run.")
+    """The host routes that can draw scenarios at each reset: gymnasium ids (the attributes
+    of the env, sebulba/host_scenarios.py) and registered envs (their own maker draws, from
+    `env_config.randomize`). An EnvPool pool fixes its options when it is built: refused,
+    naming the routes that can (ValueError)."""
+    if cfg.randomize and registry.env_maker(cfg.name) is None and not cfg.name.startswith(
+            registry.GYMNASIUM_PREFIX):
+        raise ValueError(f"env.randomize={cfg.randomize!r}: {cfg.name!r} is an EnvPool env, "
+                         f"whose options are fixed for the run when its pool is built; "
+                         f"scenarios drawn at each reset are for gymnax:<id> (either runtime), "
+                         f"gymnasium:<id> and registered envs (Sebulba).")
+
+
+def check_scenario_fields(batch: Any, cfg: EnvConfig, where: str) -> None:
+    """A registered env's batch that env.randomize varies must say what it can vary (its
+    `scenario_fields`); ValueError naming the field it cannot vary, or the missing list."""
+    if not cfg.randomize:
+        return
+    fields = getattr(batch, "scenario_fields", None)
+    if fields is None:
+        raise ValueError(f"env.randomize={cfg.randomize!r}: {where} does not declare the "
+                         f"fields it can vary: give its batch a `scenario_fields` tuple and "
+                         f"draw them at each reset (sebulba.host_scenarios.Sampler over "
+                         f"env_config.randomize; docs/howto_env.md).")
+    scenarios.check_fields(scenarios.parse(cfg.randomize), tuple(fields),
+                           f"env.randomize on {where}")
 
 
 def worker_maker(cfg: EnvConfig) -> Callable[[int, int], Any]:
@@ -267,7 +287,8 @@ def worker_maker(cfg: EnvConfig) -> Callable[[int, int], Any]:
         import gymnasium
         check_env_id(cfg.name)
         spec = gymnasium.spec(cfg.name[len(registry.GYMNASIUM_PREFIX):])
-        return functools.partial(adapters.gymnasium_make, spec, **cfg.options)
+        return functools.partial(adapters.gymnasium_make, spec, randomize=cfg.randomize,
+                                 **cfg.options)
     raise ValueError(f"env.workers={cfg.workers} steps Python envs (a registered env or "
                      f"'gymnasium:<id>'); {cfg.name!r} is an EnvPool id, whose C++ pool steps "
                      f"in env.num_threads threads: set env.workers=0.")
@@ -275,8 +296,10 @@ def worker_maker(cfg: EnvConfig) -> Callable[[int, int], Any]:
 
 def _registered_batch(cfg: EnvConfig, maker: Any, num_envs: int, seed: int) -> Any:
     """A registered maker's batch, checked (in the actor's process or a worker's)."""
-    return adapters.as_runtime_env(maker(num_envs, seed, cfg), num_envs, seed,
-                                   f"the env maker registered as {cfg.name!r}")
+    where = f"the env maker registered as {cfg.name!r}"
+    batch = maker(num_envs, seed, cfg)
+    check_scenario_fields(batch, cfg, where)
+    return adapters.as_runtime_env(batch, num_envs, seed, where)
 
 
 def make_env(cfg: EnvConfig, num_envs: int, seed: int,
@@ -295,5 +318,5 @@ def make_env(cfg: EnvConfig, num_envs: int, seed: int,
     if cfg.name.startswith(registry.GYMNASIUM_PREFIX):
         check_env_id(cfg.name)
         return adapters.gymnasium_make(cfg.name[len(registry.GYMNASIUM_PREFIX):], num_envs,
-                                       seed, **cfg.options)
+                                       seed, randomize=cfg.randomize, **cfg.options)
     return EnvPoolEnv(cfg, num_envs, seed, render_mode)

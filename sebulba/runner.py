@@ -165,7 +165,8 @@ def train(agent: Agent, make_env: Callable[[int, int], Any], rc: RuntimeConfig,
                 final = checkpointer.close(snap.progress() if snap.state is not None else None)
     snap = loop.snapshot
     result = TrainResult(snap.state, snap.env_steps, snap.updates,
-                         _episode_summary(snap.episodes), loop.ledger.last_metrics,
+                         EpisodeStats.restored(snap.episodes, loop.episodes.bins).summary(),
+                         loop.ledger.last_metrics,
                          signals.received,
                          final, abandoned)
     if nonfinite is not None:
@@ -175,10 +176,6 @@ def train(agent: Agent, make_env: Callable[[int, int], Any], rc: RuntimeConfig,
     if signals.received == "SIGINT":
         raise Interrupted(result)
     return result
-
-
-def _episode_summary(state: dict) -> dict[str, float]:
-    return EpisodeStats.restored(state).summary()
 
 
 def _init(agent: Agent, key, example_obs) -> PyTree:

@@ -8,16 +8,19 @@ step only, as gymnasium vector envs report a key some envs lack) or by a time li
 (truncated), and a per-step `info["speed"]`. Env i's randomness comes from its own seed,
 seed + i. Options: `raise_at` (raise in step number k of an env), `exit_at` (the process exits
 in step k: a worker that dies), `step_ms` (a busy CPU loop per step: a costly simulator).
+Its `grip` scales the speed: env.randomize varies it (the maker wraps each Rover in
+sebulba.host_scenarios.randomized and declares it in `scenario_fields`, as a user's would).
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 
 import gymnasium as gym
 import numpy as np
 
-from sebulba import adapters, registry
+from sebulba import adapters, host_scenarios, registry
 
 ENV_NAME = "Rover-test-v0"
 
@@ -32,6 +35,7 @@ class Rover(gym.Env):
         self.raise_at, self.exit_at, self.step_ms = raise_at, exit_at, step_ms
         self.steps = 0
         self.position = np.zeros(3)
+        self.grip = 1.0
 
     def _obs(self):
         return {"position": self.position.copy(),
@@ -52,7 +56,7 @@ class Rover(gym.Env):
             end = time.perf_counter() + self.step_ms / 1e3
             while time.perf_counter() < end:  # holds the GIL, as a Python simulator does
                 pass
-        speed = float(action) * 0.5 + self.np_random.random()
+        speed = (float(action) * 0.5 + self.np_random.random()) * self.grip
         self.position += speed * self.np_random.normal(size=3) * 0.1
         crashed = bool(self.np_random.random() < 0.08)
         info = {"speed": speed, "crashed": crashed}
@@ -64,10 +68,23 @@ class Rover(gym.Env):
 def make_rover(num_envs: int, seed: int, env_config) -> adapters.GymnasiumVectorEnv:
     options = dict(env_config.options or {})
     limit = options.pop("max_episode_steps", 12)
-    env = adapters.gymnasium_env(
-        lambda: gym.wrappers.TimeLimit(Rover(**options), limit), num_envs, seed)
+    randomize = env_config.randomize
+
+    def make_one():
+        env = gym.wrappers.TimeLimit(Rover(**options), limit)
+        return host_scenarios.randomized(env, randomize) if randomize else env
+
+    env = adapters.gymnasium_env(make_one, num_envs, seed)
     env.info_fields = ("speed", "crashed", "impact")  # "impact": declared, not probed
+    if randomize:
+        env.info_fields += ("scenario.grip",)
+        env.scenario_fields = ("grip",)
     return env
+
+
+def make_rover_fixed(num_envs: int, seed: int, env_config) -> adapters.GymnasiumVectorEnv:
+    """Rover from a maker that does not declare scenario_fields (refused by env.randomize)."""
+    return make_rover(num_envs, seed, dataclasses.replace(env_config, randomize=""))
 
 
 registry.register_env(ENV_NAME, make_rover, overwrite=True)
