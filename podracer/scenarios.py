@@ -102,8 +102,9 @@ def check_fields(draws: Sequence[Draw], allowed: Sequence[str], where: str) -> N
     """Raises ValueError naming a varied field that `where` cannot vary, and those it can."""
     for d in draws:
         if d.field not in allowed:
-            raise ValueError(f"{where} cannot vary {d.field!r}; the fields it can vary: "
-                             f"{', '.join(sorted(allowed))}.")
+            can = (f"the fields it can vary: {', '.join(sorted(allowed))}" if allowed else
+                   "it has no field that can vary")
+            raise ValueError(f"{where} cannot vary {d.field!r}; {can}.")
 
 
 def resolve(draw: Draw) -> Callable[[Any], Any]:

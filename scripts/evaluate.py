@@ -52,7 +52,7 @@ import numpy as np
 import agents
 from agents import evaluation as players  # the evaluation players (greedy, sampling)
 from experiments import wiring
-from podracer import checkpoint
+from podracer import checkpoint, scenarios
 from experiments.wiring import command_line
 from scripts import held_out
 from experiments.wiring import members as population
@@ -183,15 +183,16 @@ def eval_envs(sections: wiring.Sections, noop_max: int | None = None,
     return wiring.host_envs(env_cfg, whole_games=True)
 
 
-def eval_metrics(make_env: Callable[[int, int], Any], text: str, env_name: str
-                 ) -> tuple[EpisodeMetric, ...]:
+def eval_metrics(make_env: Callable[[int, int], Any], text: str, env_name: str,
+                 randomize: str = "") -> tuple[EpisodeMetric, ...]:
     """The episode metrics of `text`, resolved against the fields the env reports (one probe
-    env; ValueError naming them)."""
+    env; ValueError naming them), with each field `randomize` draws (scenarios.logged)."""
     if not text:
-        return ()
+        return scenarios.logged((), randomize)
     probe = make_env(1, 0)
     try:
-        return episode_metrics_of(probe, text, f"env {env_name!r}")
+        return scenarios.logged(episode_metrics_of(probe, text, f"env {env_name!r}"),
+                                randomize)
     finally:
         probe.close()
 
@@ -323,7 +324,8 @@ def main(argv=None) -> dict:
                                  args.max_episode_steps)
     text = (policy.sections.env.episode_metrics if args.episode_metrics is None
             else args.episode_metrics)
-    metrics = command_line_call(args, eval_metrics, make_env, text, env_cfg.name)
+    metrics = command_line_call(args, eval_metrics, make_env, text, env_cfg.name,
+                                env_cfg.randomize)
     returns, lengths, values = play(policy.new_actor, make_env, args.episodes, args.num_envs,
                                     args.seed, metrics=metrics)
     means = metric_means(values)

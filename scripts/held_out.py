@@ -1,5 +1,5 @@
 """Held-out scenarios for scripts/evaluate.py (`--scenario RANDOMIZE`, repeatable): the run's
-JAX env with env.randomize replaced (podracer/scenarios.py; "none" = the fixed env.options),
+env with env.randomize replaced (podracer/scenarios.py; "none" = the fixed env.options),
 played on the same evaluation seeds, one row each, and the Markdown table that compares them
 with the run's own env."""
 from __future__ import annotations
@@ -11,6 +11,7 @@ import numpy as np
 
 from experiments import wiring
 from podracer import scenarios
+from sebulba import envs
 from podracer.evaluation import summarize
 from podracer.episode_metrics import metric_means
 from sebulba.evaluation import play
@@ -19,19 +20,19 @@ from sebulba.evaluation import play
 def play_scenarios(new_actor: Callable, env_cfg: Any, randomizes: Sequence[str], text: str,
                    episodes: int, num_envs: int, seed: int, metrics_of: Callable) -> list[dict]:
     """One row per scenario: its games' summary and the means of the episode metrics of
-    `text` it reports (`metrics_of(make_env, text, env_name)` resolves them). Raises
-    ValueError naming the scenario (a text that does not parse, a field the env cannot vary,
-    a host env)."""
+    `text` it reports and its drawn fields (`metrics_of(make_env, text, env_name,
+    randomize)` resolves them). Raises
+    ValueError naming the scenario (a text that does not parse, a field the env cannot
+    vary)."""
     rows = []
     for randomize in randomizes:
         try:
             cfg = scenarios.held_out(dataclasses.replace(env_cfg, episode_metrics=text),
                                      randomize)
-            if cfg.randomize and not wiring.is_jax_env(cfg):
-                raise ValueError(f"held-out scenarios vary a JAX env's parameters; "
-                                 f"{cfg.name!r} is a host env.")
+            if not wiring.is_jax_env(cfg):
+                envs.check_randomize(cfg)  # an EnvPool id's fields (the others: when built)
             make_env = wiring.host_envs(cfg, whole_games=True)
-            metrics = metrics_of(make_env, cfg.episode_metrics, cfg.name)
+            metrics = metrics_of(make_env, cfg.episode_metrics, cfg.name, cfg.randomize)
         except ValueError as e:
             raise ValueError(f"--scenario {randomize!r}: {e}") from None
         returns, lengths, values = play(new_actor, make_env, episodes, num_envs, seed,

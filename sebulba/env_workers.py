@@ -7,8 +7,10 @@ batch with the runtime's API and episode semantics: sebulba/envs.py, sebulba/ada
 process of its own, so env i still gets seed + i and keeps the trajectories it has in the
 actor's process. Observations come back through shared memory (one block per observation
 leaf, each worker writing its rows); actions, rewards, flags and `info` go through a pipe.
-The worker's side of the pipe is sebulba/env_worker.py. `send`/`recv` split the step (the workers step while the actor runs the policy of its other
-half-pool, sebulba/actor_pools.py).
+The worker's side of the pipe is sebulba/env_worker.py. `send`/`recv` split the step (the
+workers step while the actor runs the policy of its other half-pool, sebulba/actor_pools.py).
+`split`, `concat` and `merge_info` (slices of a batch, observations and infos joined along the
+env axis) also serve sebulba/scenario_pools.py.
 
 Why not gymnasium's AsyncVectorEnv(shared_memory=True): it runs one process per env, so 64
 envs on a 16-core host are 64 processes contending for 16 cores; its workers also cannot host a
@@ -113,7 +115,7 @@ class ProcessEnvBatch:
                 conn.send(("reset", None))
             except (OSError, EOFError):
                 raise self._died(w, "resetting") from None
-        obs = _concat(self._gather("resetting"))
+        obs = concat(self._gather("resetting"))
         if self._views is None:
             self._attach(obs)
         return obs
@@ -134,12 +136,12 @@ class ProcessEnvBatch:
         """Waits for every worker's step; the observation is read from shared memory."""
         parts = self._gather("stepping")
         if self._views is None:  # stepped before any reset: observations came by pipe
-            obs = _concat([p[0] for p in parts])
+            obs = concat([p[0] for p in parts])
         else:
             obs = rebuild(self._obs_tree, [np.array(v) for v in self._views])
         reward, terminated, truncated, over = (np.concatenate([p[i] for p in parts])
                                                for i in range(1, 5))
-        info = _merge_info([p[5] for p in parts], [hi - lo for lo, hi in self._slices])
+        info = merge_info([p[5] for p in parts], [hi - lo for lo, hi in self._slices])
         return TimeStep(obs, reward, terminated, truncated, over, info)
 
     def render(self, env_id: int = 0) -> Any:
@@ -268,12 +270,12 @@ def _referenced_modules(obj: Any) -> set[str]:
     return {n for n in names if n}
 
 
-def _concat(parts: list[Any]) -> Any:
+def concat(parts: list[Any]) -> Any:
     """Per-worker observations -> the batch's, along the env axis."""
     return jax.tree.map(lambda *xs: np.concatenate(xs), *parts)
 
 
-def _merge_info(infos: list[Any], sizes: list[int]) -> Any:
+def merge_info(infos: list[Any], sizes: list[int]) -> Any:
     """The workers' per-step infos as one: [n_w] arrays are concatenated along the env axis
     (a key some workers lack is filled with zeros, its gymnasium "_<key>" mask with False);
     nested dicts are merged alike; anything else is worker 0's."""
@@ -290,7 +292,7 @@ def _merge_info(infos: list[Any], sizes: list[int]) -> Any:
         values = [info.get(key) for info in infos]
         present = next(v for v in values if v is not None)
         if isinstance(present, dict):
-            out[key] = _merge_info(values, sizes)
+            out[key] = merge_info(values, sizes)
             continue
         per_env = all(v is None or (np.ndim(v) >= 1 and np.shape(v)[0] == n)
                       for v, n in zip(values, sizes))

@@ -62,8 +62,11 @@ class EnvConfig:
     # "field=uniform(lo, hi); field=choice(a, b); field=normal(m, s); field=module:function"
     # (podracer/scenarios.py); "" = the fixed `options`. gymnax EnvParams (either runtime),
     # a gymnasium env's attributes and registered envs that declare scenario_fields
-    # (Sebulba); EnvPool refuses it (options fixed per pool).
+    # (Sebulba); an EnvPool id's numeric options, drawn per pool (scenario_pools).
     randomize: str = ""
+    # EnvPool ids with `randomize`: each env batch is split into this many pools, each built
+    # with its own drawn options (a pool fixes its options when built; sebulba/scenario_pools.py).
+    scenario_pools: int = 4
     # Per-step info fields reduced over each game and logged beside the return, as
     # "field:reduction,..." with max | mean | sum | last, e.g. "crashed:max,speed:mean"
     # (podracer/episode_metrics.py); "" = none; "auto" = those of crashed:max,
@@ -105,7 +108,7 @@ class EnvConfig:
         for name in ("num_threads", "max_episode_steps", "workers"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name}={getattr(self, name)} must be >= 0 (0 = default).")
-        for name in ("frame_skip", "stack_num", "img_size"):
+        for name in ("frame_skip", "stack_num", "img_size", "scenario_pools"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name}={getattr(self, name)} must be >= 1.")
 
@@ -247,16 +250,15 @@ def sample_actions(space: Any, n: int) -> Any:
 
 
 def check_randomize(cfg: EnvConfig) -> None:
-    """The host routes that can draw scenarios at each reset: gymnasium ids (the attributes
-    of the env, sebulba/host_scenarios.py) and registered envs (their own maker draws, from
-    `env_config.randomize`). An EnvPool pool fixes its options when it is built: refused,
-    naming the routes that can (ValueError)."""
+    """Checks env.randomize of a host env before anything is built: gymnasium ids (the
+    attributes of the env, sebulba/host_scenarios.py) and registered envs (their own maker
+    draws, from `env_config.randomize`) are checked when built; an EnvPool id's fields are
+    checked here against its options (drawn per pool: sebulba/scenario_pools.py; ValueError
+    naming a field it cannot vary)."""
     if cfg.randomize and registry.env_maker(cfg.name) is None and not cfg.name.startswith(
             registry.GYMNASIUM_PREFIX):
-        raise ValueError(f"env.randomize={cfg.randomize!r}: {cfg.name!r} is an EnvPool env, "
-                         f"whose options are fixed for the run when its pool is built; "
-                         f"scenarios drawn at each reset are for gymnax:<id> (either runtime), "
-                         f"gymnasium:<id> and registered envs (Sebulba).")
+        from sebulba import scenario_pools  # gymnasium and envpool load only when used
+        scenario_pools.check(cfg)
 
 
 def check_scenario_fields(batch: Any, cfg: EnvConfig, where: str) -> None:
@@ -319,4 +321,8 @@ def make_env(cfg: EnvConfig, num_envs: int, seed: int,
         check_env_id(cfg.name)
         return adapters.gymnasium_make(cfg.name[len(registry.GYMNASIUM_PREFIX):], num_envs,
                                        seed, randomize=cfg.randomize, **cfg.options)
+    if cfg.randomize:
+        from sebulba import scenario_pools
+        return scenario_pools.ScenarioPools(
+            cfg, num_envs, seed, lambda c, n, s: EnvPoolEnv(c, n, s, render_mode))
     return EnvPoolEnv(cfg, num_envs, seed, render_mode)

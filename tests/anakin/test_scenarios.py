@@ -7,7 +7,8 @@
 - The physics uses them: a step equals gymnax's own step with those EnvParams (CartPole's
   derived fields recomputed).
 - Refusals: fields an env cannot vary (derived, the time limit, unknown), suites and registered
-  JAX envs, EnvPool envs on Sebulba (host routes: tests/sebulba/test_host_scenarios.py).
+  JAX envs, an EnvPool id's missing field on Sebulba (host routes:
+  tests/sebulba/test_host_scenarios.py, test_scenario_pools.py).
 - A population: members draw their own scenarios (Anakin run, episode metric of the drawn
   length).
 - Per-bin summaries: the bins of each distribution; a drawn field is logged with its bins (a
@@ -158,11 +159,11 @@ def test_fields_an_env_cannot_vary_are_refused(name, text, match):
         envs.make_env(name, {}, text)
 
 
-def test_sebulba_refuses_envpool_and_varies_jax_envs_on_the_host(impala_classic_config):
+def test_sebulba_checks_envpool_fields_and_varies_jax_envs_on_the_host(impala_classic_config):
     config = impala_classic_config()
     config.env.randomize = "length=uniform(0.3, 0.9)"
-    with pytest.raises(ConfigError, match=r"'CartPole-v1' is an EnvPool env, whose options "
-                                          r"are fixed for the run"):
+    with pytest.raises(ConfigError, match=r"EnvPool CartPole-v1 cannot vary 'length'; it has "
+                                          r"no field that can vary"):
         train.run(config)
     from experiments.wiring import sebulba_runtime
     host = sebulba_runtime.host_envs(EnvConfig(name="gymnax:CartPole-v1",
@@ -248,7 +249,7 @@ def test_eval_randomize_errors_name_the_field(ppo_gymnax_config, overrides, matc
         train.run(ppo_gymnax_config(**overrides))
 
 
-def test_eval_randomize_is_refused_for_an_envpool_env(impala_classic_config):
+def test_eval_randomize_is_refused_for_a_field_an_envpool_env_lacks(impala_classic_config):
     with pytest.raises(ConfigError, match=r"eval_randomize='length=choice\(2.0\)': .*"
-                                          r"'CartPole-v1' is an EnvPool env"):
+                                          r"EnvPool CartPole-v1 cannot vary 'length'"):
         train.run(impala_classic_config(eval_randomize="length=choice(2.0)"))

@@ -179,7 +179,8 @@ _RUNTIME_ONLY_CLEANBA = {
     "agent.obs_clip": "obs_norm=False: nothing to clip",
     "env.num_threads": "EnvPool worker threads, speed only (cleanba passes none, 120-131)",
     "env.workers": "worker processes for Python envs, speed only; EnvPool ids refuse it",
-    "env.randomize": "'' (none): the fixed env cleanba trains on; EnvPool ids refuse it",
+    "env.randomize": "'' (none): the fixed env cleanba trains on",
+    "env.scenario_pools": "pools of drawn options, used only with env.randomize ('' above)",
     "env.episode_metrics": "what is logged beside the return, not what is trained",
     "env.action_mask_key": "Atari observations are one array: no mask to find",
     "env.action_mask_empty": "no action mask on Atari: not read",
@@ -321,6 +322,7 @@ _NOT_SETTINGS = {  # how the runtime runs, not what it computes
     "agent.value_norm", "agent.value_norm_decay", "agent.obs_clip",
     "env.name", "env.num_threads", "env.workers", "env.options", "env.episode_metrics",
     "env.randomize",  # '' (none): the fixed env of the reference
+    "env.scenario_pools",  # used only with env.randomize
     "network.mlp_hidden_sizes", "network.resnet_channels", "network.continuous_bounds",
     "network.state_dependent_std", "network.init_log_std", "network.torso_kwargs",
     "network.encoders", "network.fusion_sizes",  # auto's; these configs name others

@@ -8,7 +8,8 @@
   CartPole's derived fields recomputed; the same draws in worker processes (env.workers).
 - Registered envs: a maker that declares `scenario_fields` varies them (a training run logs the
   return per scenario bin); one that does not is refused, and so is a field it does not name.
-- Refusals: EnvPool ids, fields a gymnasium env does not have, derived fields.
+- Refusals: fields a gymnasium env does not have, derived fields (EnvPool ids:
+  test_scenario_pools.py).
 """
 from __future__ import annotations
 
@@ -119,9 +120,6 @@ def test_workers_draw_the_scenarios_of_the_actors_own_process():
 
 
 def test_refusals_name_the_route_and_the_fields():
-    with pytest.raises(ValueError, match=r"'CartPole-v1' is an EnvPool env, whose options are "
-                                         r"fixed for the run"):
-        envs.check_randomize(envs.EnvConfig(name="CartPole-v1", randomize="length=choice(1)"))
     with pytest.raises(ValueError, match=r"gymnasium Pendulum-v1 cannot vary 'length'.*: dt, g, "
                                          r"l, m, max_speed, max_torque"):
         envs.make_env(dataclasses.replace(PENDULUM, randomize="length=choice(1)"), 1, 0)
