@@ -5,7 +5,8 @@ this module gathers the names from the modules that do the work, one job each:
     checkpoint_format   what a checkpoint is: layout, metadata, tree description, `Progress`
     checkpoint_save     `Checkpointer`: the save schedule and what one save writes
     checkpoint_read     finding checkpoints, reading their files, damaged vs intact
-    checkpoint_restore  `restore` into a fresh learner state; params and config for evaluation
+    checkpoint_restore  `restore` (`read`, then `fit`) into a fresh learner state; params and
+                        config for evaluation
 """
 from __future__ import annotations
 
@@ -14,14 +15,14 @@ from podracer.checkpoint_format import (DAMAGED_PREFIX, FORMAT_VERSION, DamagedC
 from podracer.checkpoint_read import (candidates, check_metadata, damage, is_checkpoint_dir,
                                       list_steps, load_metadata, load_raw, move_aside, resolve,
                                       run_dir_of)
-from podracer.checkpoint_restore import (check_compatible, config_diff, config_from_metadata,
-                                         load_params, restore)
+from podracer.checkpoint_restore import (Loaded, check_compatible, config_diff,
+                                         config_from_metadata, fit, load_params, read, restore)
 from podracer.checkpoint_save import Checkpointer
 
 __all__ = [
-    "DAMAGED_PREFIX", "FORMAT_VERSION", "Checkpointer", "DamagedCheckpointError", "Progress",
-    "PyTree", "candidates", "check_compatible", "check_metadata", "config_diff",
-    "config_from_metadata", "damage", "describe", "is_checkpoint_dir", "list_steps",
-    "load_metadata", "load_params", "load_raw", "move_aside", "resolve", "restore",
+    "DAMAGED_PREFIX", "FORMAT_VERSION", "Checkpointer", "DamagedCheckpointError", "Loaded",
+    "Progress", "PyTree", "candidates", "check_compatible", "check_metadata", "config_diff",
+    "config_from_metadata", "damage", "describe", "fit", "is_checkpoint_dir", "list_steps",
+    "load_metadata", "load_params", "load_raw", "move_aside", "read", "resolve", "restore",
     "run_dir_of",
 ]

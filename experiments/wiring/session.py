@@ -1,7 +1,8 @@
 """What a run does alike on either runtime once its network exists (experiments/wiring/run.py):
-the agent for the run's learning-rate horizon (re-stretched on resume), the checkpoint
-restore, the run dir, the logger, the checkpointer, config.json and summary.json, and the exits
-after a lost peer and after Ctrl-C."""
+the checkpoint read before the agent is built, the agent built once for the run's
+learning-rate horizon (re-stretched on resume), the checkpoint fitted into it, the run dir,
+the logger, the checkpointer, config.json and summary.json, and the exits after a lost peer
+and after Ctrl-C."""
 from __future__ import annotations
 
 import dataclasses
@@ -47,22 +48,22 @@ class Session:
         self.config, self.sections, self.name = config, sections, name
         self.shape, self.plan, self.network = shape, plan, network
         self.members = sections.members  # several agents in one program, or None
-        self.horizon = schedules.Horizon(plan.num_updates)
-        self.agent = self._build()
         resume_from = checkpoint.resolve(sections.run.resume) if sections.run.resume else None
         self.run_dir = make_run_dir(sections, name, resume_from)
         self.progress: checkpoint.Progress | None = None
         self.done = (0, 0)  # (updates, env steps) before this session
-        if resume_from:
-            self.progress = restore(resume_from, self.agent, example_obs, config, name,
-                                    self.run_dir)
-            self.done = (self.progress.updates, self.progress.env_steps)
+        self.horizon = schedules.Horizon(plan.num_updates)
+        loaded = read(resume_from, config, name) if resume_from else None
+        if loaded is not None:  # the checkpoint's counters before the agent is built
+            self.done = (loaded.updates, loaded.env_steps)
             # The same horizon keeps the checkpoint's schedule exactly; another re-stretches it
             # from the checkpoint's rate (agents/schedules.py, docs/checkpoints.md).
             self.horizon = schedules.resumed_horizon(
-                schedules.trained_horizon(self.progress.metadata), self.progress.updates,
+                schedules.trained_horizon(loaded.metadata), loaded.updates,
                 plan.planned_updates(*self.done))
-            self.agent = self._build()
+        self.agent = self._build()  # once, for the run's horizon
+        if loaded is not None:
+            self.progress = restore(loaded, self.agent, example_obs, config, self.run_dir)
 
     def _build(self):
         """The agent for the current horizon: one, or the members' Population."""
@@ -212,23 +213,33 @@ def write_summary(run_dir: str, result, evaluator, **extra: Any) -> None:
                    **(evaluator.last if evaluator is not None else {})}, f, indent=2)
 
 
-def restore(path: str, agent, example_obs, config: ml_collections.ConfigDict,
-            name: str, run_dir: str) -> checkpoint.Progress:
-    """Loads the checkpoint into the structure a fresh run would start from; fails naming what
-    differs (a ConfigError), or a population's members that are not the checkpoint's
-    (experiments/wiring/members.py). `path` is the newest checkpoint `config.resume` resolves
+def read(path: str, config: ml_collections.ConfigDict, name: str) -> checkpoint.Loaded:
+    """The checkpoint to resume from, read whole before anything is built: of this
+    experiment, with the population's members (experiments/wiring/members.py); fails naming
+    what differs (a ConfigError). `path` is the newest checkpoint `config.resume` resolves
     to; a run dir or `checkpoints` dir in `config.resume` falls back past damaged newer
-    checkpoints (podracer/checkpoint.py), which are then moved aside in `run_dir`, because
-    this run will save those update numbers again."""
-    template = _template(agent, config.seed, example_obs)
+    checkpoints (podracer/checkpoint.py)."""
     source = config.get("resume") or path
+    current = json.loads(config.to_json())
     try:
-        current = json.loads(config.to_json())
-        progress = checkpoint.restore(
-            source, template, experiment=name, config=current,
+        return checkpoint.read(
+            source, experiment=name,
             check=lambda meta: population_members.check_same_members(meta.get("config", {}),
                                                                      current))
-    except ValueError as e:  # damaged, another experiment, or a tree that does not fit
+    except ValueError as e:  # damaged, another experiment, other members
+        raise ConfigError(f"resume={source!r}: {e}") from e
+
+
+def restore(loaded: checkpoint.Loaded, agent, example_obs, config: ml_collections.ConfigDict,
+            run_dir: str) -> checkpoint.Progress:
+    """The read checkpoint in the structure `agent` starts from (a ConfigError naming what
+    differs); the damaged newer checkpoints it skipped are moved aside in `run_dir`, because
+    this run will save those update numbers again."""
+    source = config.get("resume") or loaded.checkpoint
+    try:
+        progress = checkpoint.fit(loaded, _template(agent, config.seed, example_obs),
+                                  config=json.loads(config.to_json()))
+    except ValueError as e:  # a tree that does not fit
         raise ConfigError(f"resume={source!r}: {e}") from e
     ckpt_dir = os.path.abspath(os.path.join(run_dir, "checkpoints"))
     moved = []
@@ -244,7 +255,7 @@ def restore(path: str, agent, example_obs, config: ml_collections.ConfigDict,
                           f"newest, or pass --config.run_dir=<new dir> to branch off.")
     where = (f"; damaged checkpoint(s) moved aside in {ckpt_dir}: {', '.join(moved)}"
              if moved else "")
-    print(f"resuming from {progress.checkpoint or path} (update "
+    print(f"resuming from {progress.checkpoint} (update "
           f"{progress.updates:,d}, env step {progress.env_steps:,d}){where}", flush=True)
     return progress
 

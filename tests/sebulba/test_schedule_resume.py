@@ -1,6 +1,7 @@
 """The update count a run announces is the count it runs, and the learning-rate schedule
 carries across resumes (docs/checkpoints.md): the same horizon gives the very same rates as an
-uninterrupted run, a longer one continues from the checkpoint's rate without a jump."""
+uninterrupted run, a longer one continues from the checkpoint's rate without a jump, with its
+agent built once for that horizon."""
 import os
 import signal
 
@@ -9,6 +10,7 @@ import numpy as np
 
 from agents import schedules
 from experiments import impala_atari
+from experiments.wiring.build import build_agent
 from podracer import checkpoint
 from tests.helpers import read_metrics
 
@@ -46,7 +48,8 @@ def _stop_after(update: int):
     return on_update
 
 
-def test_resume_keeps_or_restretches_the_learning_rate_schedule(impala_classic_config):
+def test_resume_keeps_or_restretches_the_learning_rate_schedule(
+        impala_classic_config, monkeypatch):
     whole = impala_classic_config(under="whole", total_env_steps=4096)  # 16 updates
     _run(whole)
     reference = _rates(whole.run_dir)
@@ -64,7 +67,14 @@ def test_resume_keeps_or_restretches_the_learning_rate_schedule(impala_classic_c
     short = impala_classic_config(under="short", total_env_steps=2048)
     _run(short)
     longer = impala_classic_config(under="short", total_env_steps=4096, resume=short.run_dir)
+    from experiments.wiring import session
+    built = []  # the resumed run builds its agent once, for the re-stretched horizon
+    monkeypatch.setattr(session, "build_agent",
+                        lambda *a, **k: built.append(a[2]) or build_agent(*a, **k))
     result = _run(longer)
+    horizon = schedules.Horizon.from_dict(checkpoint.load_metadata(result.checkpoint)
+                                          ["lr_horizon"])
+    assert [h.to_dict() for h in built] == [horizon.to_dict()] and not horizon.plain
     rates = [r for _, r in sorted(_rates(short.run_dir).items())]
     assert len(rates) == 16
     last_before = rates[7]
