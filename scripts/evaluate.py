@@ -30,8 +30,8 @@ the member's own run dir (`<run_dir>/members/<name>`) as the path; the player th
 that member's parameters and observation statistics. Without one, the error lists the members
 and their settings.
 
-Held-out scenarios (a JAX env): `--scenario 'l=uniform(1.5, 2.0)'` (repeatable) also plays the
-games with env.randomize replaced (docs/howto_env.md), e.g. pole lengths the run never drew, on
+Held-out scenarios: `--scenario 'l=uniform(1.5, 2.0)'` (repeatable) also plays the games with
+env.randomize replaced (docs/howto_env.md), e.g. pole lengths the run never drew, on
 the same seeds; `--scenario none` plays the fixed env.options. The JSON gets one entry per
 scenario under "scenarios", and a table compares them with the run's own env
 (scripts/held_out.py).
@@ -300,9 +300,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                         "default: the run's env.episode_metrics")
     p.add_argument("--scenario", dest="scenarios", action="append", default=[],
                    metavar="RANDOMIZE",
-                   help="also play on a held-out scenario: an env.randomize for the run's JAX "
-                        "env (e.g. 'l=choice(2.0)' or 'l=uniform(1.5, 2.0)'; 'none' = the "
-                        "fixed env.options); repeatable, one table row each")
+                   help="also play on a held-out scenario: an env.randomize for the run's env "
+                        "(e.g. 'l=choice(2.0)' or 'l=uniform(1.5, 2.0)'; 'none' = the fixed "
+                        "env.options); repeatable, one table row each")
     p.add_argument("--output", default="", help="JSON path; default <run_dir>/eval/...")
     add_member_flag(p)
     add_import_flag(p)

@@ -39,10 +39,13 @@ def variable_options(name: str) -> dict[str, Any]:
             and isinstance(v, (int, float)) and not isinstance(v, bool)}
 
 
-def check(cfg: Any) -> None:
-    """ValueError naming a field EnvPool id cfg.name cannot vary, and those it can."""
-    scenarios.check_fields(scenarios.parse(cfg.randomize), tuple(variable_options(cfg.name)),
+def check(cfg: Any) -> dict[str, Any]:
+    """The options EnvPool id cfg.name can vary, with their defaults; ValueError naming a
+    field of cfg.randomize it cannot vary, and those it can."""
+    defaults = variable_options(cfg.name)
+    scenarios.check_fields(scenarios.parse(cfg.randomize), tuple(defaults),
                            f"env.randomize on EnvPool {cfg.name}")
+    return defaults
 
 
 class ScenarioPools:
@@ -51,8 +54,7 @@ class ScenarioPools:
     def __init__(self, cfg: Any, num_envs: int, seed: int,
                  make_pool: Callable[[Any, int, int], Any]) -> None:
         """`make_pool(cfg, num_envs, seed)` builds one EnvPool batch (sebulba.envs.EnvPoolEnv)."""
-        check(cfg)
-        defaults = variable_options(cfg.name)
+        defaults = check(cfg)
         draws = scenarios.parse(cfg.randomize)
         self._slices = split(num_envs, min(cfg.scenario_pools, num_envs))
         self._pools: list = []

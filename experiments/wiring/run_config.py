@@ -33,7 +33,7 @@ class RunConfig:
     eval_num_envs: int = 8             # parallel envs of an evaluation
     eval_policy: str = "greedy"        # greedy (the distribution's mode) | sample
     eval_randomize: str = ""           # held-out scenarios for periodic evaluation: an
-                                       # env.randomize of the JAX env ("none" = the fixed
+                                       # env.randomize of the run's env ("none" = the fixed
                                        # env.options; "" = training's); docs/howto_env.md
     eval_wait_s: float = 120.0         # at the run's end, seconds to wait in all for the
                                        # evaluation in flight and the final policy's
