@@ -36,11 +36,15 @@ def make_config(env: str, algo: str, torso: str, num_envs: int, actor_threads: i
         config.num_envs = num_envs
     # The runtime's own layout rule (sebulba/layout.py) for 0 = auto threads / EnvPool threads,
     # as a run resolves it when it reads the config; a split that does not divide fails here.
+    # The resolved layout is written into this config, so the row reports the one measured.
     from experiments import wiring
     try:
-        wiring.read(config, devices=False, env_id=False)
+        ran = wiring.read(config, devices=False, env_id=False).config
     except ValueError as e:
         raise SystemExit(f"--num_envs={num_envs} --actor_threads={actor_threads}: {e}") from None
+    config.num_actor_threads = ran.num_actor_threads
+    if "num_threads" in config.env:
+        config.env.num_threads = ran.env.num_threads
     if unroll_length > 0:
         config.unroll_length = unroll_length
     if algo.startswith("ppo"):

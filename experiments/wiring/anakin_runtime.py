@@ -19,7 +19,7 @@ from anakin import evaluation, loop, runtime
 from anakin.population import Population
 from experiments.wiring import members
 from experiments.wiring.run_config import evaluation_env
-from experiments.wiring.runtimes import Started
+from experiments.wiring.runtimes import RuntimeSection, Started
 from podracer import compile_cache, episode_metrics, scenarios
 from podracer.schema import read_section
 from podracer.validation import ConfigError
@@ -38,8 +38,8 @@ class AnakinRuntime:
     name = "anakin"
     takes_host_envs = False
 
-    def read(self, config: ml_collections.ConfigDict, env):
-        return read_section(runtime.AnakinConfig, config, "", whole=False), env, None
+    def read(self, config: ml_collections.ConfigDict, env) -> RuntimeSection:
+        return RuntimeSection(read_section(runtime.AnakinConfig, config, "", whole=False), env)
 
     def read_members(self, config, ac: runtime.AnakinConfig, agent_cfg, run):
         """`num_seeds` x the settings of `vary` (experiments/wiring/members.py), or None."""

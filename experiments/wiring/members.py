@@ -147,8 +147,9 @@ def check_values(agent_cfg: Any, config_section: ml_collections.ConfigDict,
 
 def member_config(config: ml_collections.ConfigDict, member: Member
                   ) -> ml_collections.ConfigDict:
-    """The config a single run of this member would have (its config.json)."""
-    out = copy.deepcopy(config)
+    """The config a single run of this member would have (its config.json): a copy of
+    `config` (a ConfigDict or a frozen one)."""
+    out = ml_collections.ConfigDict(copy.deepcopy(config))
     with out.unlocked():
         out.seed = member.seed
         out.num_seeds = 1

@@ -73,7 +73,7 @@ def run(config: ml_collections.ConfigDict, make_env: Callable[[int, int], Any] |
     network = build_network(sections, started.action_space, started.observation_space)
     torso_line = describe_torso(sections, network, started.example_obs)
     mask_line = describe_mask(network)
-    session = Session(config, sections, name, network, started.example_obs, started.shape,
+    session = Session(sections, name, network, started.example_obs, started.shape,
                       started.plan)
     started.check(session.agent)
     # The runtime closes the logger when it ends; the `with` closes it if a step before fails.

@@ -21,6 +21,19 @@ PlayFn = Callable[[Any, int, Callable[[], bool]], tuple[list[float], list[int]]]
 
 
 @dataclasses.dataclass(frozen=True)
+class RuntimeSection:
+    """A runtime's reading of the config, before anything joins (`Driver.read`)."""
+
+    section: Any                      # the runtime's own section (its layout resolved)
+    env: Any                          # the env section as it will run
+    layout: Any = None                # Sebulba: the resolved layout (sebulba.layout.Layout)
+    # Dotted config fields the runtime resolved, with the value that runs (an auto layout's
+    # threads): the run's recorded config (`Sections.config`) holds these, the caller's
+    # ConfigDict is left as it was given.
+    resolved: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True)
 class Started:
     """A runtime ready to train, after the join: built once per run."""
 
@@ -45,9 +58,9 @@ class Driver(Protocol):
     name: str
     takes_host_envs: bool             # accepts a user make_env / wrap_env (host env batches)
 
-    def read(self, config, env) -> tuple[Any, Any, Any]:
-        """(the runtime's section, the env section as it will run, the layout or None); a
-        ConfigError naming the field for a bad value."""
+    def read(self, config, env) -> RuntimeSection:
+        """The runtime's section and the env section as they will run, from `config` (left
+        unchanged); a ConfigError naming the field for a bad value."""
 
     def read_members(self, config, section, agent_config, run) -> list | None:
         """The members of a population (several agents in one program), or None for one; a

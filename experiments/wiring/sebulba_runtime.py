@@ -7,9 +7,9 @@ here through sebulba/jax_host_env.py: the same env, and the same episode semanti
 Anakin runtime steps on the devices, so an experiment can be run on both runtimes.
 
 Its section is `RuntimeConfig` (sebulba/runtime_config.py), read with the auto layout resolved
-once here (sebulba.layout.resolve) and written back into the ConfigDict, so config.json and
-checkpoints record the layout that runs. After the join, `start` builds the device topology
-and probes the env once; the runner reuses both.
+once here (sebulba.layout.resolve); the resolved fields go into the run's recorded config
+(`Sections.config`), so config.json and checkpoints record the layout that runs. After the
+join, `start` builds the device topology and probes the env once; the runner reuses both.
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ import ml_collections
 from anakin import envs as anakin_envs
 from experiments.wiring import anakin_runtime
 from experiments.wiring.run_config import evaluation_env
-from experiments.wiring.runtimes import Started
+from experiments.wiring.runtimes import RuntimeSection, Started
 from podracer import compile_cache, episode_metrics, scenarios
 from podracer.schema import read_section
 from podracer.validation import ConfigError
@@ -33,18 +33,18 @@ class SebulbaRuntime:
     name = "sebulba"
     takes_host_envs = True
 
-    def read(self, config: ml_collections.ConfigDict, env: envs.EnvConfig):
+    def read(self, config: ml_collections.ConfigDict, env: envs.EnvConfig) -> RuntimeSection:
         rc = read_section(RuntimeConfig, config, "", whole=False)
         try:
             chosen = layout.resolve(rc, env.num_threads, env_workers=env.workers)
         except ValueError as e:
             raise ConfigError(str(e)) from None
-        rc = chosen.runtime
-        env = dataclasses.replace(env, num_threads=chosen.env_threads)
-        config.num_actor_threads = rc.num_actor_threads
+        resolved = {"num_actor_threads": chosen.actor_threads}
         if "env" in config and "num_threads" in config.env:
-            config.env.num_threads = chosen.env_threads
-        return rc, env, chosen
+            resolved["env.num_threads"] = chosen.env_threads
+        return RuntimeSection(chosen.runtime,
+                              dataclasses.replace(env, num_threads=chosen.env_threads),
+                              chosen, resolved)
 
     def read_members(self, config, rc, agent_cfg, run) -> None:
         """One agent: N seeds in one program are Anakin's (a config may carry its fields)."""

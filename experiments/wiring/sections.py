@@ -1,11 +1,13 @@
 """A whole experiment config read into typed sections, every rule checked once, up front.
 
-`read(config)` is the one place a ConfigDict is checked: each section into its dataclass (each
-checks its own fields), the runtime's layout resolved, then the rules that span sections and
-the checks against the world (devices, env name, resume path, run dir, coordinator); a bad
-value raises ConfigError naming the field, the value and what is allowed. It builds no env,
-starts no thread and compiles nothing. Which section lives where: docs/architecture.md,
-"Config sections and their schemas".
+`read(config)` is the one place a ConfigDict is read and checked: each section into its
+dataclass (each checks its own fields), the runtime's layout resolved, then the rules that span
+sections and the checks against the world (devices, env name, resume path, run dir,
+coordinator); a bad value raises ConfigError naming the field, the value and what is allowed.
+It builds no env, starts no thread and compiles nothing, and leaves the ConfigDict as it was:
+the run reads only the `Sections`, whose `config` (the config with what the runtime resolved,
+frozen) is what config.json, checkpoint metadata and the logger record. Which section lives
+where: docs/architecture.md, "Config sections and their schemas".
 """
 from __future__ import annotations
 
@@ -44,6 +46,10 @@ class Sections:
     spec: agents.AgentSpec             # the agent's name, builder, config class and checks
     shape: BatchShape                  # the batch the agent is built for (processes as
                                        # configured; a run re-reads it after joining)
+    config: ml_collections.FrozenConfigDict
+                                       # the config as it runs: the one read, with the
+                                       # fields the runtime resolved (its auto layout);
+                                       # config.json and checkpoint metadata hold it
     layout: Any = None                 # Sebulba: the resolved layout (sebulba.layout.Layout)
     members: Any = None                # Anakin: several agents in one program
                                        # (experiments/wiring/members.py), or None
@@ -85,8 +91,9 @@ def read(config: ml_collections.ConfigDict, *, agent: str | agents.AgentSpec | N
     """`config` as typed, checked sections (the module docstring).
 
     Args:
-      config: the experiment's ConfigDict. An auto Sebulba layout is resolved here and written
-        back into it, so that config.json and checkpoints record the layout that runs.
+      config: the experiment's ConfigDict, left unchanged. An auto Sebulba layout is resolved
+        here; `Sections.config` records it, so that config.json and checkpoints hold the
+        layout that runs.
       agent: the entry point's agent (a name or a spec), used when `config.agent_name` is empty.
       devices: also check device ids against this host's devices, unless the run joins a
         multi-host job (devices may not be queried before joining; a run checks them right
@@ -107,7 +114,8 @@ def read(config: ml_collections.ConfigDict, *, agent: str | agents.AgentSpec | N
     wandb = read_section(WandbConfig, config.get("wandb", {}), "wandb")
     env = read_section(EnvConfig, require_section(config, "env"), "env")
     driver = DRIVERS[run.runtime]
-    rt, env, layout = driver.read(config, env)
+    read_runtime = driver.read(config, env)
+    rt, env = read_runtime.section, read_runtime.env
     net = read_section(NetworkConfig, require_section(config, "network"), "network")
     agent_cfg = read_section(spec.config_cls, require_section(config, "agent"), "agent")
     try:
@@ -123,7 +131,8 @@ def read(config: ml_collections.ConfigDict, *, agent: str | agents.AgentSpec | N
         except ValueError as e:  # an agent's own rule (e.g. PPO's minibatches): a user error
             raise ConfigError(str(e)) from e
     population = driver.read_members(config, rt, agent_cfg, run)
-    sections = Sections(rt, run, dc, wandb, env, net, agent_cfg, spec, shape, layout, population)
+    sections = Sections(rt, run, dc, wandb, env, net, agent_cfg, spec, shape,
+                        as_run(config, read_runtime.resolved), read_runtime.layout, population)
     # The checks against the world, each asked of its owner.
     if dc.num_processes > 1 and sections.joins_a_job:
         validation.check_coordinator(dc.coordinator_address, dc.process_id)
@@ -138,6 +147,21 @@ def read(config: ml_collections.ConfigDict, *, agent: str | agents.AgentSpec | N
     if devices and not sections.joins_a_job:
         driver.check_devices(rt)
     return sections
+
+
+def as_run(config: ml_collections.ConfigDict,
+           resolved: dict[str, Any]) -> ml_collections.FrozenConfigDict:
+    """A frozen copy of `config` (references resolved) with each dotted field of `resolved`
+    set to the value that runs."""
+    out = config.copy_and_resolve_references()
+    with out.unlocked():
+        for dotted, value in resolved.items():
+            *parents, leaf = dotted.split(".")
+            section = out
+            for name in parents:
+                section = section[name]
+            section[leaf] = value
+    return ml_collections.FrozenConfigDict(out)
 
 
 def _check_resume(run: RunConfig) -> None:

@@ -14,7 +14,6 @@ from typing import Any
 
 import jax
 import numpy as np
-import ml_collections
 
 from agents import schedules
 from anakin.population import Population
@@ -40,12 +39,13 @@ def make_run_dir(sections: Sections, name: str, resume_from: str | None = None) 
 class Session:
     """What both runtimes do alike once the network exists: the agent for the run's horizon
     (re-stretched on resume), the restore, the run dir, the logger, the checkpointer and
-    config.json."""
+    config.json. It reads the config only through `sections` (`sections.config` is what it
+    records)."""
 
-    def __init__(self, config: ml_collections.ConfigDict, sections: Sections, name: str,
-                 network, example_obs, shape: BatchShape, plan: UpdatePlan) -> None:
+    def __init__(self, sections: Sections, name: str, network, example_obs, shape: BatchShape,
+                 plan: UpdatePlan) -> None:
         """`shape`, `plan`: the batch and update counts the runtime gives after joining."""
-        self.config, self.sections, self.name = config, sections, name
+        self.sections, self.name = sections, name
         self.shape, self.plan, self.network = shape, plan, network
         self.members = sections.members  # several agents in one program, or None
         resume_from = checkpoint.resolve(sections.run.resume) if sections.run.resume else None
@@ -53,7 +53,7 @@ class Session:
         self.progress: checkpoint.Progress | None = None
         self.done = (0, 0)  # (updates, env steps) before this session
         self.horizon = schedules.Horizon(plan.num_updates)
-        loaded = read(resume_from, config, name) if resume_from else None
+        loaded = read(resume_from, sections, name) if resume_from else None
         if loaded is not None:  # the checkpoint's counters before the agent is built
             self.done = (loaded.updates, loaded.env_steps)
             # The same horizon keeps the checkpoint's schedule exactly; another re-stretches it
@@ -63,7 +63,7 @@ class Session:
                 plan.planned_updates(*self.done))
         self.agent = self._build()  # once, for the run's horizon
         if loaded is not None:
-            self.progress = restore(loaded, self.agent, example_obs, config, self.run_dir)
+            self.progress = restore(loaded, self.agent, example_obs, sections, self.run_dir)
 
     def _build(self):
         """The agent for the current horizon: one, or the members' Population."""
@@ -80,9 +80,10 @@ class Session:
         """The run's logger; a population's: one per member, each in its own run dir (member
         0 prints the console lines; every member prints its last)."""
         if self.members is None:
-            return self._logger(self.run_dir, self.config, self.sections.run.console_every_s)
+            return self._logger(self.run_dir, self.sections.config,
+                                self.sections.run.console_every_s)
         return _Loggers([self._logger(self.member_dir(m),
-                                      population_members.member_config(self.config, m),
+                                      population_members.member_config(self.sections.config, m),
                                       self.sections.run.console_every_s if m.index == 0
                                       else float("inf"), m.name)
                          for m in self.members])
@@ -111,17 +112,18 @@ class Session:
             every_minutes=run.checkpoint_every_minutes, keep=run.checkpoint_keep,
             metadata={"experiment": self.name, "env": self.sections.env.name,
                       "seed": self.sections.runtime.seed,
-                      "config": json.loads(self.config.to_json()),
+                      "config": json.loads(self.sections.config.to_json()),
                       "lr_horizon": self.horizon.to_dict()})
 
     def write_config(self) -> None:
         if not distributed.is_main_process():
             return
         with open(os.path.join(self.run_dir, "config.json"), "w") as f:
-            f.write(self.config.to_json(indent=2))
+            f.write(self.sections.config.to_json(indent=2))
         for m in self.members or ():
             with open(os.path.join(self.member_dir(m), "config.json"), "w") as f:
-                f.write(population_members.member_config(self.config, m).to_json(indent=2))
+                f.write(population_members.member_config(self.sections.config, m)
+                        .to_json(indent=2))
 
     def write_summary(self, result, evaluator, diverged: dict | None = None,
                       **extra: Any) -> None:
@@ -213,14 +215,14 @@ def write_summary(run_dir: str, result, evaluator, **extra: Any) -> None:
                    **(evaluator.last if evaluator is not None else {})}, f, indent=2)
 
 
-def read(path: str, config: ml_collections.ConfigDict, name: str) -> checkpoint.Loaded:
+def read(path: str, sections: Sections, name: str) -> checkpoint.Loaded:
     """The checkpoint to resume from, read whole before anything is built: of this
     experiment, with the population's members (experiments/wiring/members.py); fails naming
-    what differs (a ConfigError). `path` is the newest checkpoint `config.resume` resolves
-    to; a run dir or `checkpoints` dir in `config.resume` falls back past damaged newer
-    checkpoints (podracer/checkpoint.py)."""
-    source = config.get("resume") or path
-    current = json.loads(config.to_json())
+    what differs (a ConfigError). `path` is the newest checkpoint `resume` resolves to; a run
+    dir or `checkpoints` dir in `resume` falls back past damaged newer checkpoints
+    (podracer/checkpoint.py)."""
+    source = sections.run.resume or path
+    current = json.loads(sections.config.to_json())
     try:
         return checkpoint.read(
             source, experiment=name,
@@ -230,15 +232,15 @@ def read(path: str, config: ml_collections.ConfigDict, name: str) -> checkpoint.
         raise ConfigError(f"resume={source!r}: {e}") from e
 
 
-def restore(loaded: checkpoint.Loaded, agent, example_obs, config: ml_collections.ConfigDict,
+def restore(loaded: checkpoint.Loaded, agent, example_obs, sections: Sections,
             run_dir: str) -> checkpoint.Progress:
     """The read checkpoint in the structure `agent` starts from (a ConfigError naming what
     differs); the damaged newer checkpoints it skipped are moved aside in `run_dir`, because
     this run will save those update numbers again."""
-    source = config.get("resume") or loaded.checkpoint
+    source = sections.run.resume or loaded.checkpoint
     try:
-        progress = checkpoint.fit(loaded, _template(agent, config.seed, example_obs),
-                                  config=json.loads(config.to_json()))
+        progress = checkpoint.fit(loaded, _template(agent, sections.runtime.seed, example_obs),
+                                  config=json.loads(sections.config.to_json()))
     except ValueError as e:  # a tree that does not fit
         raise ConfigError(f"resume={source!r}: {e}") from e
     ckpt_dir = os.path.abspath(os.path.join(run_dir, "checkpoints"))

@@ -1,9 +1,12 @@
 """experiments/wiring: the config schema (defaults generated from the section dataclasses),
 reading a config into checked sections, choosing the agent, and the one way to build."""
 import dataclasses
+import json
+import os
 
 import gymnasium
 import ml_collections
+
 import pytest
 
 import agents
@@ -117,13 +120,20 @@ def test_schema_config_dict_round_trips_through_read():
 
 def test_an_auto_layout_is_resolved_once_and_recorded(tmp_path):
     """num_actor_threads=0 (auto) is resolved when the config is read (sebulba.layout.resolve)
-    and written back, so config.json records the layout that runs; the batch the agent's
-    checks see is num_envs whatever the threads (PPO's rule: 16 envs never split in 3)."""
+    and recorded in the sections' config (config.json, checkpoints), the caller's ConfigDict
+    left as it was given; the batch the agent's checks see is num_envs whatever the threads
+    (PPO's rule: 16 envs never split in 3)."""
     config = ppo_classic.get_config()
     config.num_actor_threads = 0
     config.run_dir = str(tmp_path / "run")
+    given = config.to_json()
     sections = wiring.read(config, devices=False)
-    assert config.num_actor_threads == sections.runtime.num_actor_threads >= 1
+    assert config.to_json() == given  # config flows one way: read does not write into it
+    recorded = json.loads(sections.config.to_json())
+    assert recorded["num_actor_threads"] == sections.runtime.num_actor_threads >= 1
+    assert recorded["env"]["num_threads"] == sections.env.num_threads >= 1
+    assert {k: v for k, v in recorded.items() if k not in ("num_actor_threads", "env")} == {
+        k: v for k, v in json.loads(given).items() if k not in ("num_actor_threads", "env")}
     assert "num_actor_threads" in sections.layout.auto
     config.agent.num_minibatches = 3
     with pytest.raises(ConfigError, match=r"agent\.num_minibatches=3 must divide the 16 "):
@@ -148,3 +158,25 @@ def test_a_step_failing_before_training_still_closes_the_logger(tmp_path, monkey
     with pytest.raises(OSError, match="disk full"):
         wiring.run(config)
     assert closed[:1] == [True], closed  # closed once with its writer open, then idempotent
+
+
+def test_a_run_leaves_its_config_as_given_and_records_the_config_that_ran(
+        impala_classic_config):
+    """Config flows one way: the run reads the caller's ConfigDict once (sections.read) and
+    never writes into it; config.json and the checkpoints' metadata hold the config as it ran,
+    the auto layout resolved."""
+    from podracer import checkpoint
+    config = impala_classic_config(total_env_steps=512, num_actor_threads=0,
+                                   **{"env.num_threads": 0})
+    given = config.to_json()
+    wiring.run(config)
+    assert config.to_json() == given
+    with open(os.path.join(config.run_dir, "config.json")) as f:
+        recorded = json.load(f)
+    assert recorded["num_actor_threads"] >= 1 and recorded["env"]["num_threads"] >= 1
+    expected = json.loads(given)
+    expected["num_actor_threads"] = recorded["num_actor_threads"]
+    expected["env"]["num_threads"] = recorded["env"]["num_threads"]
+    assert recorded == expected
+    newest = checkpoint.resolve(config.run_dir)
+    assert checkpoint.load_metadata(newest)["config"] == recorded

@@ -60,8 +60,10 @@ def test_read_resolves_the_layout_once_records_it_and_says_what_it_chose(tmp_pat
     sections = wiring.read(config, devices=False)
     chosen = sections.layout
     cpus = layout.usable_cpus()
-    assert config.num_actor_threads == chosen.actor_threads == max(1, min(4, cpus // 8))
-    assert config.env.num_threads == chosen.env_threads == sections.env.num_threads >= 1
+    recorded = sections.config  # what config.json and checkpoints hold
+    assert recorded.num_actor_threads == chosen.actor_threads == max(1, min(4, cpus // 8))
+    assert recorded.env.num_threads == chosen.env_threads == sections.env.num_threads >= 1
+    assert config.num_actor_threads == 0 and config.env.num_threads == 0  # left as given
     assert sections.shape.batch_envs == config.num_envs == 128  # whatever the threads
     text = chosen.describe()
     assert (f"128 envs per process = actor devices [0] x {chosen.actor_threads} thread(s) x "
