@@ -51,7 +51,9 @@ def measure(num_devices: int, *, env: str = "gymnax:CartPole-v1", num_envs: int 
     from anakin import population, runtime
     from experiments import wiring
     from experiments.configs import ppo_gymnax
-    from experiments.wiring import anakin_runtime, members
+    from experiments.wiring import jax_envs
+    from experiments.wiring.drivers import anakin as anakin_driver
+    from experiments.wiring.drivers import anakin_population
 
     config = ppo_gymnax.get_config()
     config.env.name, config.num_envs, config.unroll_length = env, num_envs, unroll_length
@@ -59,19 +61,19 @@ def measure(num_devices: int, *, env: str = "gymnax:CartPole-v1", num_envs: int 
     config.seed, config.num_seeds = seed, num_seeds
     for assignment in sets:
         layout.set_field(config, assignment)
-    # Read, checked and built as an Anakin run is (experiments/wiring/anakin_runtime.py).
+    # Read, checked and built as an Anakin run is (experiments/wiring/drivers/anakin.py).
     sections = wiring.read(config, devices=False, env_id=False)
     ac = sections.runtime
-    e = anakin_runtime.make_env(sections.env)
-    judged = anakin_runtime.check_metrics(e, sections.env)  # --set env.episode_metrics=...
+    e = jax_envs.make_env(sections.env)
+    judged = anakin_driver.check_metrics(e, sections.env)  # --set env.episode_metrics=...
     mesh = runtime.make_mesh(ac.learner_device_ids)
     example = jax.tree.map(lambda x: x[None], e.reset(jax.random.key(0)).obs)
     if num_seeds > 1:
         if act_only:
             raise SystemExit("--act_only measures one agent (--num_seeds 1).")
         network = wiring.build_network(sections, e.action_space, e.observation_space)
-        pop = members.population(sections.spec, sections.agent, network, sections.shape,
-                                 10**6, sections.members)
+        pop = anakin_population.population(sections.spec, sections.agent, network,
+                                           sections.shape, 10**6, sections.members)
         state, runner = population.place(*population.init(pop, e, example, 0, ac.num_envs,
                                                           len(judged)), mesh)
         fused = population.make_update_fn(pop, e, mesh, ac.unroll_length, updates_per_call,

@@ -5,7 +5,9 @@ nor each other; this package is where they meet (docs/architecture.md).
 
 - sections.py: `read(config)`, every section read (podracer.schema) and every rule checked
   once, before anything is built; run_config.py: the run section (`RunConfig`);
-- runtimes.py: what a runtime's driver gives a run (sebulba_runtime.py, anakin_runtime.py);
+- drivers/: the runtimes' drivers, peers over one protocol (drivers/protocol.py: what a
+  driver gives a run; drivers/sebulba.py, drivers/anakin.py); jax_envs.py: a JAX-native env
+  for either;
 - build.py: `build_network`, `build_agent`, `build_from_config` (every entry point, script and
   test builds through these);
 - run.py: a whole run, one sequence for both runtimes; session.py: restore, run dir, logger,
@@ -21,9 +23,10 @@ import ml_collections
 from experiments.wiring.build import build_agent, build_from_config, build_network
 from experiments.wiring.run import run
 from experiments.wiring.run_config import RUNTIMES, RunConfig
-from experiments.wiring.sebulba_runtime import host_envs, is_jax_env
+from experiments.wiring.drivers.sebulba import host_envs, is_jax_env
 from experiments.wiring.sections import DRIVERS, Sections, agent_spec, read
 from experiments.wiring.session import exit_on_lost_peer, make_run_dir
+
 
 def cli(run_fn: Callable[[ml_collections.ConfigDict], Any], default_config: str) -> None:
     """Command-line entry: `--config=file.py[:variant]` plus `--config.x=y` overrides.

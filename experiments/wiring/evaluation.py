@@ -8,7 +8,7 @@ from __future__ import annotations
 import jax
 
 from agents import evaluation as players  # the evaluation players
-from experiments.wiring.runtimes import Started
+from experiments.wiring.drivers.protocol import Started
 from experiments.wiring.sections import Sections
 from podracer.agent import Agent
 from podracer.evaluation import PeriodicEvaluator

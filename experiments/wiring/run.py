@@ -1,6 +1,6 @@
 """A training run from a config, on either runtime: read, join, start the runtime, build,
 restore, train, summarise. One sequence for both; what differs is the runtime's `Driver`
-(experiments/wiring/runtimes.py: sebulba_runtime.py, anakin_runtime.py).
+(experiments/wiring/drivers/: sebulba.py, anakin.py).
 
 `run(config)` is what every experiment entry point calls. It reads the config into checked
 sections (sections.py) before anything joins, builds an env, starts a thread or compiles;
@@ -73,8 +73,7 @@ def run(config: ml_collections.ConfigDict, make_env: Callable[[int, int], Any] |
     network = build_network(sections, started.action_space, started.observation_space)
     torso_line = describe_torso(sections, network, started.example_obs)
     mask_line = describe_mask(network)
-    session = Session(sections, name, network, started.example_obs, started.shape,
-                      started.plan)
+    session = Session(sections, name, network, started)
     started.check(session.agent)
     # The runtime closes the logger when it ends; the `with` closes it if a step before fails.
     with session.logger() as logger:

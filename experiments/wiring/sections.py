@@ -18,7 +18,9 @@ from typing import Any
 import ml_collections
 
 import agents
-from experiments.wiring import anakin_runtime, runtimes, sebulba_runtime
+from experiments.wiring.drivers import anakin as anakin_driver
+from experiments.wiring.drivers import protocol
+from experiments.wiring.drivers import sebulba as sebulba_driver
 from experiments.wiring.run_config import RunConfig, evaluation_env
 from networks import NetworkConfig
 from podracer import checkpoint, distributed, validation
@@ -29,8 +31,9 @@ from podracer.validation import ConfigError
 from sebulba.envs import EnvConfig
 
 # config.runtime -> the runtime's driver (RunConfig.runtime names one of these).
-DRIVERS: dict[str, runtimes.Driver] = {"sebulba": sebulba_runtime.DRIVER,
-                                       "anakin": anakin_runtime.DRIVER}
+DRIVERS: dict[str, protocol.Driver] = {"sebulba": sebulba_driver.DRIVER,
+                                        "anakin": anakin_driver.DRIVER}
+
 
 @dataclasses.dataclass(frozen=True)
 class Sections:
@@ -55,8 +58,8 @@ class Sections:
                                        # (experiments/wiring/members.py), or None
 
     @property
-    def driver(self) -> runtimes.Driver:
-        """The runtime this config runs on (experiments/wiring/runtimes.py)."""
+    def driver(self) -> protocol.Driver:
+        """The runtime this config runs on (experiments/wiring/drivers/)."""
         return DRIVERS[self.run.runtime]
 
     @property

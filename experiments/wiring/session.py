@@ -16,12 +16,11 @@ import jax
 import numpy as np
 
 from agents import schedules
-from anakin.population import Population
 from experiments.wiring import members as population_members
 from experiments.wiring.build import build_agent
+from experiments.wiring.drivers.protocol import Started
 from experiments.wiring.sections import Sections
 from podracer import checkpoint, distributed
-from podracer.batch import BatchShape, UpdatePlan
 from podracer.logging import MetricsLogger
 from podracer.validation import ConfigError
 
@@ -42,11 +41,12 @@ class Session:
     config.json. It reads the config only through `sections` (`sections.config` is what it
     records)."""
 
-    def __init__(self, sections: Sections, name: str, network, example_obs, shape: BatchShape,
-                 plan: UpdatePlan) -> None:
-        """`shape`, `plan`: the batch and update counts the runtime gives after joining."""
-        self.sections, self.name = sections, name
-        self.shape, self.plan, self.network = shape, plan, network
+    def __init__(self, sections: Sections, name: str, network, started: Started) -> None:
+        """`started`: the runtime after joining (its batch and update counts, its example
+        observation, and how it builds the agent and its state's template)."""
+        self.sections, self.name, self.network, self.started = sections, name, network, started
+        self.shape, self.plan = started.shape, started.plan
+        plan = started.plan
         self.members = sections.members  # several agents in one program, or None
         resume_from = checkpoint.resolve(sections.run.resume) if sections.run.resume else None
         self.run_dir = make_run_dir(sections, name, resume_from)
@@ -63,15 +63,15 @@ class Session:
                 plan.planned_updates(*self.done))
         self.agent = self._build()  # once, for the run's horizon
         if loaded is not None:
-            self.progress = restore(loaded, self.agent, example_obs, sections, self.run_dir)
+            template = (started.template or _template)(self.agent, sections.runtime.seed,
+                                                        started.example_obs)
+            self.progress = restore(loaded, template, sections, self.run_dir)
 
     def _build(self):
-        """The agent for the current horizon: one, or the members' Population."""
-        if self.members is None:
-            return build_agent(self.sections, self.network, self.horizon, self.shape)
-        return population_members.population(self.sections.spec, self.sections.agent,
-                                             self.network, self.shape, self.horizon,
-                                             self.members)
+        """The agent for the run's horizon: the runtime's (a population), or the one agent."""
+        if self.started.build is not None:
+            return self.started.build(self.network, self.horizon)
+        return build_agent(self.sections, self.network, self.horizon, self.shape)
 
     def member_dir(self, member) -> str:
         return os.path.join(self.run_dir, "members", member.name)
@@ -232,15 +232,14 @@ def read(path: str, sections: Sections, name: str) -> checkpoint.Loaded:
         raise ConfigError(f"resume={source!r}: {e}") from e
 
 
-def restore(loaded: checkpoint.Loaded, agent, example_obs, sections: Sections,
+def restore(loaded: checkpoint.Loaded, template, sections: Sections,
             run_dir: str) -> checkpoint.Progress:
-    """The read checkpoint in the structure `agent` starts from (a ConfigError naming what
-    differs); the damaged newer checkpoints it skipped are moved aside in `run_dir`, because
-    this run will save those update numbers again."""
+    """The read checkpoint in `template`, the structure the agent starts from (a ConfigError
+    naming what differs); the damaged newer checkpoints it skipped are moved aside in
+    `run_dir`, because this run will save those update numbers again."""
     source = sections.run.resume or loaded.checkpoint
     try:
-        progress = checkpoint.fit(loaded, _template(agent, sections.runtime.seed, example_obs),
-                                  config=json.loads(sections.config.to_json()))
+        progress = checkpoint.fit(loaded, template, config=json.loads(sections.config.to_json()))
     except ValueError as e:  # a tree that does not fit
         raise ConfigError(f"resume={source!r}: {e}") from e
     ckpt_dir = os.path.abspath(os.path.join(run_dir, "checkpoints"))
@@ -263,11 +262,5 @@ def restore(loaded: checkpoint.Loaded, agent, example_obs, sections: Sections,
 
 
 def _template(agent, seed: int, example_obs):
-    """The learner state's structure a fresh run starts from (a population's: each leaf with
-    the member axis first), as shapes."""
-    if isinstance(agent, Population):
-        one = jax.eval_shape(agent.make_agent(agent.member_hparams(0)).init,
-                             jax.random.key(seed), example_obs)
-        return jax.tree.map(lambda s: jax.ShapeDtypeStruct((agent.size,) + s.shape, s.dtype),
-                            one)
+    """The learner state's structure a fresh run of one agent starts from, as shapes."""
     return jax.eval_shape(agent.init, jax.random.key(seed), example_obs)

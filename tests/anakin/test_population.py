@@ -1,8 +1,8 @@
 """N seeds and N settings in one compiled program (anakin/population.py,
-experiments/wiring/members.py): each member learns what a single run of its seed and settings
-learns; fields that change a shape or a Python branch are refused naming them; each member is
-its own run for the plotting tools; a population checkpoints and resumes whole, and refuses a
-resume with other members. A member that diverges: test_population_divergence.py."""
+experiments/wiring/members.py, drivers/anakin_population.py): each member learns what a single
+run of its seed and settings learns; fields that change a shape or a Python branch are refused
+naming them; each member is its own run for the plotting tools; a population checkpoints and
+resumes whole, and refuses a resume with other members. A member that diverges: test_population_divergence.py."""
 import dataclasses
 import functools
 import json
@@ -274,14 +274,14 @@ def test_the_population_resumes_whole_from_its_checkpoint(population_run, tmp_pa
     # The same two updates by hand: the saved states, the members' fresh env streams.
     from agents import schedules
     from experiments import wiring
-    from experiments.wiring import members
+    from experiments.wiring.drivers import anakin_population
     sections = wiring.read(config, devices=False, env_id=False)
     ac = sections.runtime
     env = envs.make_env(sections.env.name, dict(sections.env.options or {}))
     horizon = schedules.resumed_horizon(schedules.trained_horizon(saved.metadata), 2, 4)
-    pop = members.population(sections.spec, sections.agent,
-                             wiring.build_network(sections, env.action_space), sections.shape,
-                             horizon, sections.members)
+    pop = anakin_population.population(sections.spec, sections.agent,
+                                       wiring.build_network(sections, env.action_space),
+                                       sections.shape, horizon, sections.members)
     mesh = runtime.make_mesh(ac.learner_device_ids)
     example = jax.tree.map(lambda x: x[None], env.reset(jax.random.key(0)).obs)
     _, runners = population.init(pop, env, example, 2, ac.num_envs)

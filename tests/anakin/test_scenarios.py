@@ -165,9 +165,9 @@ def test_sebulba_checks_envpool_fields_and_varies_jax_envs_on_the_host(impala_cl
     with pytest.raises(ConfigError, match=r"EnvPool CartPole-v1 cannot vary 'length'; it has "
                                           r"no field that can vary"):
         train.run(config)
-    from experiments.wiring import sebulba_runtime
-    host = sebulba_runtime.host_envs(EnvConfig(name="gymnax:CartPole-v1",
-                                               randomize="length=uniform(0.3, 0.9)"))(4, 0)
+    from experiments.wiring.drivers import sebulba as sebulba_driver
+    host = sebulba_driver.host_envs(EnvConfig(name="gymnax:CartPole-v1",
+                                              randomize="length=uniform(0.3, 0.9)"))(4, 0)
     host.reset()
     lengths = host.step(np.zeros(4, np.int32)).info["scenario"]["length"]
     assert len(set(np.asarray(lengths).tolist())) == 4

@@ -5,7 +5,9 @@
 agents the networks), never a runtime; and no module imports itself back through a chain of
 imports (function-level imports included: a local import is how a cycle hides). The tools
 (`scripts`, the user's; `benchmarks`, the measurements) stand on the library, which never
-imports them, and neither imports the other."""
+imports them, and neither imports the other. In the wiring, the runtimes' drivers are peers
+too: neither imports the other, and the neutral wiring imports them only where it picks one
+(sections.DRIVERS)."""
 from __future__ import annotations
 
 import pathlib
@@ -55,8 +57,8 @@ def _graph() -> dict[str, set[str]]:
 def test_the_graph_is_read():
     graph = _graph()
     assert "sebulba.runner" in graph and "experiments.wiring.run" in graph
-    assert "sebulba.runner" in graph["experiments.wiring.sebulba_runtime"]
-    assert "anakin.loop" in graph["experiments.wiring.anakin_runtime"]
+    assert "sebulba.runner" in graph["experiments.wiring.drivers.sebulba"]
+    assert "anakin.loop" in graph["experiments.wiring.drivers.anakin"]
     assert "podracer.agent" in graph["agents.impala"] and "podracer.agent" in graph["anakin.runtime"]
     assert "scripts.analysis.rundir" in graph["scripts.plot"]
     assert "benchmarks.harness.measures" in graph["benchmarks.throughput"]
@@ -113,3 +115,28 @@ def test_no_import_cycles():
         if v not in index:
             visit(v)
     assert not cycles, f"import cycles: {cycles}"
+
+
+DRIVERS = "experiments.wiring.drivers"
+
+
+def test_the_drivers_are_peers():
+    """A driver (drivers/<runtime>.py and its helpers drivers/<runtime>_*.py) imports the
+    protocol and the neutral wiring, never another runtime's driver; the drivers package's
+    __init__ (which every driver's import runs) imports none; in the neutral wiring only
+    sections.py (the map from config.runtime to a driver) imports a driver."""
+    graph = _graph()
+    drivers = {m for m in graph if m.startswith(DRIVERS + ".") and m != DRIVERS + ".protocol"}
+    assert {DRIVERS + ".sebulba", DRIVERS + ".anakin"} <= drivers, drivers
+
+    def runtime(module: str) -> str:
+        return module.rpartition(".")[2].partition("_")[0]
+
+    bad = sorted(f"{m} -> {t}" for m in drivers for t in graph[m]
+                 if t in drivers and runtime(t) != runtime(m))
+    assert not bad, f"a driver imports another: {bad}"
+    assert not graph[DRIVERS] & drivers, graph[DRIVERS]
+    wiring = {m for m in graph if m.startswith("experiments.wiring") and m not in drivers}
+    picking = sorted(m for m in wiring for t in graph[m] if t in drivers)
+    # The package's __init__ re-exports Sebulba's host_envs (scripts play runs on the host).
+    assert set(picking) <= {"experiments.wiring.sections", "experiments.wiring"}, picking

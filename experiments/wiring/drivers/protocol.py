@@ -1,6 +1,6 @@
 """The runtimes a config can run on, as the wiring sees them: one `Driver` each
-(experiments/wiring/sebulba_runtime.py, anakin_runtime.py; sections.DRIVERS maps
-`config.runtime` to them).
+(experiments/wiring/drivers/sebulba.py, anakin.py; sections.DRIVERS maps `config.runtime` to
+them).
 
 A driver is what differs between the runtimes in a run; everything else (reading the other
 sections, building the network and agent, the session, the evaluation hook, the exits) is
@@ -52,6 +52,12 @@ class Started:
     check: Callable[[Any], None] = lambda agent: None
     observation_space: Any = None     # of one env (gymnasium space): the auto torso embeds
                                       # its Discrete leaves
+    # build(network, horizon) -> the agent the run trains, when it is not the one agent
+    # experiments/wiring/build.py builds (Anakin's population: several in one program).
+    build: Callable[[Any, Any], Any] | None = None
+    # template(agent, seed, example_obs) -> the learner state's shapes a fresh run starts from
+    # (a checkpoint is fitted into them); None: `agent.init`'s.
+    template: Callable[[Any, int, Any], Any] | None = None
 
 
 class Driver(Protocol):

@@ -1,10 +1,11 @@
-"""The Sebulba runtime as the wiring drives it (experiments/wiring/runtimes.py's `Driver`):
-host env batches (EnvPool, a registered env, gymnasium, a JAX-native env stepped on the host,
-or the caller's `make_env`), actor threads and the learner (sebulba/runner.py).
+"""The Sebulba runtime as the wiring drives it (experiments/wiring/drivers/protocol.py's
+`Driver`): host env batches (EnvPool, a registered env, gymnasium, a JAX-native env stepped
+on the host, or the caller's `make_env`), actor threads and the learner (sebulba/runner.py).
 
 A JAX-native env (`gymnax:<id>`, or a name registered with anakin.envs.register_env) runs
-here through sebulba/jax_host_env.py: the same env, and the same episode semantics, that the
-Anakin runtime steps on the devices, so an experiment can be run on both runtimes.
+here through sebulba/jax_host_env.py: the same env (experiments/wiring/jax_envs.py), and the
+same episode semantics, that the Anakin runtime steps on the devices, so an experiment can be
+run on both runtimes.
 
 Its section is `RuntimeConfig` (sebulba/runtime_config.py), read with the auto layout resolved
 once here (sebulba.layout.resolve); the resolved fields go into the run's recorded config
@@ -17,10 +18,9 @@ import dataclasses
 
 import ml_collections
 
-from anakin import envs as anakin_envs
-from experiments.wiring import anakin_runtime
+from experiments.wiring import jax_envs
+from experiments.wiring.drivers.protocol import RuntimeSection, Started
 from experiments.wiring.run_config import evaluation_env
-from experiments.wiring.runtimes import RuntimeSection, Started
 from podracer import compile_cache, episode_metrics, scenarios
 from podracer.schema import read_section
 from podracer.validation import ConfigError
@@ -63,7 +63,7 @@ class SebulbaRuntime:
                                   f"stepped on the host in one batched call; worker processes "
                                   f"are for Python envs: set env.workers=0.")
             if not joins_a_job:  # importing gymnax starts JAX: after a multi-host join only
-                anakin_runtime.make_env(env)
+                jax_envs.make_env(env)
             return
         try:
             envs.check_env_id(env.name)
@@ -137,7 +137,7 @@ def check_metrics(probe, env: envs.EnvConfig) -> tuple[episode_metrics.EpisodeMe
 
 def is_jax_env(env: envs.EnvConfig) -> bool:
     """A JAX-native env name that Sebulba's own registry does not claim."""
-    return registry.env_maker(env.name) is None and anakin_envs.names_a_jax_env(env.name)
+    return registry.env_maker(env.name) is None and jax_envs.names_a_jax_env(env.name)
 
 
 def host_envs(env: envs.EnvConfig, whole_games: bool = False):
@@ -146,7 +146,7 @@ def host_envs(env: envs.EnvConfig, whole_games: bool = False):
     either runtime). `whole_games`: evaluation's settings (no episodic
     life); a JAX env's games are whole already."""
     if is_jax_env(env):
-        jax_env = anakin_runtime.make_env(env)
+        jax_env = jax_envs.make_env(env)
         return lambda n, seed: HostEnv(jax_env, n, seed)
     cfg = evaluation.eval_env_config(env) if whole_games else env
     return lambda n, seed: envs.make_env(cfg, n, seed)

@@ -1,6 +1,7 @@
-"""The Anakin runtime as the wiring drives it (experiments/wiring/runtimes.py's `Driver`): a
-JAX-native env named by `env.name` (anakin/envs.py), acting, env steps and learning compiled
-into one program per update (anakin/runtime.py, loop.py).
+"""The Anakin runtime as the wiring drives it (experiments/wiring/drivers/protocol.py's
+`Driver`): a JAX-native env named by `env.name` (anakin/envs.py, made by
+experiments/wiring/jax_envs.py), acting, env steps and learning compiled into one program per
+update (anakin/runtime.py, loop.py).
 
 Its section is `AnakinConfig` (anakin/runtime.py): the top-level fields it reads, with
 `learner_device_ids` the devices (each acts, steps its envs and learns) and `num_envs` the
@@ -16,22 +17,14 @@ import ml_collections
 
 from anakin import envs as anakin_envs
 from anakin import evaluation, loop, runtime
-from anakin.population import Population
 from experiments.wiring import members
+from experiments.wiring.drivers import anakin_population
+from experiments.wiring.drivers.protocol import RuntimeSection, Started
+from experiments.wiring.jax_envs import make_env
 from experiments.wiring.run_config import evaluation_env
-from experiments.wiring.runtimes import RuntimeSection, Started
 from podracer import compile_cache, episode_metrics, scenarios
 from podracer.schema import read_section
 from podracer.validation import ConfigError
-
-
-def make_env(env_config) -> anakin_envs.AutoReset:
-    """The JAX-native env `env.name` names; a ConfigError naming it when there is none."""
-    try:
-        return anakin_envs.make_env(env_config.name, dict(env_config.options or {}),
-                                    env_config.randomize)
-    except ValueError as e:
-        raise ConfigError(f"env.name={env_config.name!r}: {e}") from None
 
 
 class AnakinRuntime:
@@ -46,7 +39,7 @@ class AnakinRuntime:
         vary = members.parse_vary(ac.vary)
         if ac.num_seeds == 1 and not vary:
             return None
-        members.check_values(agent_cfg, config.agent, vary)
+        anakin_population.check_values(agent_cfg, config.agent, vary)
         population = members.members(ac.seed, ac.num_seeds, vary)
         if run.eval_every_updates > 0:
             raise ConfigError(f"eval_every_updates={run.eval_every_updates}: periodic "
@@ -107,12 +100,19 @@ class AnakinRuntime:
             return evaluation.make_play(eval_env, player, run.eval_episodes, run.eval_num_envs,
                                         metrics=eval_metrics)
 
-        def check(agent):
-            if isinstance(agent, Population):  # varied fields the agent cannot trace
-                members.check_traceable(agent, env, example_obs, ac)
+        if sections.members is None:
+            return Started(env.action_space, example_obs, shape, plan, describe, train,
+                           play_for, observation_space=env.observation_space)
+
+        def build(network, horizon):  # the members as one Population
+            return anakin_population.population(sections.spec, sections.agent, network, shape,
+                                                horizon, sections.members)
+
+        def check(pop):  # varied fields the agent cannot trace
+            anakin_population.check_traceable(pop, env, example_obs, ac)
 
         return Started(env.action_space, example_obs, shape, plan, describe, train, play_for,
-                       check, env.observation_space)
+                       check, env.observation_space, build, anakin_population.template)
 
 
 def check_metrics(env, env_config) -> tuple[episode_metrics.EpisodeMetric, ...]:
