@@ -239,7 +239,7 @@ def metrics_text(text: str, randomize: str) -> str:
 
 
 def held_out(env: Any, randomize: str) -> Any:
-    """The env settings (an EnvConfig) of an evaluation on `randomize` (for_evaluation's
+    """The env settings (an env section) of an evaluation on `randomize` (for_evaluation's
     rule), with the episode metrics that scenario reports (`metrics_text`)."""
     text = for_evaluation(env.randomize, randomize)
     return dataclasses.replace(env, randomize=text,

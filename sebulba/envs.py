@@ -28,17 +28,17 @@ from typing import Any, Callable
 import numpy as np
 
 from podracer import episode_metrics, scenarios
+from podracer.env_config import EnvSection
 from sebulba import adapters, env_workers, registry
 # Re-exported: the step record and the float32 cast are part of this module's env API.
 from sebulba.timestep import TimeStep, to_float32  # noqa: F401
 
 
-MASK_EMPTY = ("error", "allow")  # env.action_mask_empty
-
-
 @dataclasses.dataclass(frozen=True)
-class EnvConfig:
-    """Environment settings; Atari-only fields are ignored for other families."""
+class EnvConfig(EnvSection):
+    """Environment settings of host env batches: the fields every runtime reads
+    (podracer.env_config.EnvSection: name, options, randomize, episode_metrics, the action
+    mask) and Sebulba's own; Atari-only fields are ignored for other families."""
 
     name: str = "Pong-v5"            # EnvPool id, registered env, or "gymnasium:<id>"
     num_threads: int = 0             # EnvPool worker threads per pool; 0 = one per env up to cores
@@ -55,49 +55,12 @@ class EnvConfig:
     # hosting a contiguous slice of every env batch (sebulba/env_workers.py); 0 = step in the
     # actor's own thread. EnvPool ids refuse it: their C++ pools step in num_threads threads.
     workers: int = 0
-    # Extra settings: passed to a registered env's maker (as env_config.options), to
-    # gymnasium.make for "gymnasium:<id>" names, and to envpool.make for EnvPool ids.
-    options: dict[str, Any] = dataclasses.field(default_factory=dict)
-    # Randomised scenarios: env parameters each env draws at every reset, as
-    # "field=uniform(lo, hi); field=choice(a, b); field=normal(m, s); field=module:function"
-    # (podracer/scenarios.py); "" = the fixed `options`. gymnax EnvParams (either runtime),
-    # a gymnasium env's attributes and registered envs that declare scenario_fields
-    # (Sebulba); an EnvPool id's numeric options, drawn per pool (scenario_pools).
-    randomize: str = ""
     # EnvPool ids with `randomize`: each env batch is split into this many pools, each built
     # with its own drawn options (a pool fixes its options when built; sebulba/scenario_pools.py).
     scenario_pools: int = 4
-    # Per-step info fields reduced over each game and logged beside the return, as
-    # "field:reduction,..." with max | mean | sum | last, e.g. "crashed:max,speed:mean"
-    # (podracer/episode_metrics.py); "" = none; "auto" = those of crashed:max,
-    # is_success:max, speed:mean that an env declaring its info fields (EnvPool: the highway
-    # family, the robotics tasks) reports.
-    episode_metrics: str = "auto"
-    # The observation entry holding the legal actions (1 = legal) that masks the policy's
-    # categorical head (networks/distributions.py): "auto" = jumanji's `action_mask` or pgx's
-    # `legal_action_mask` when the observation has it and it fits the actions; "" = none.
-    action_mask_key: str = "auto"
-    # A step whose mask allows no action: "error" stops the run naming the update (a mask
-    # that is wrong); "allow" is for envs where it is the rule (jumanji's Snake when trapped):
-    # such a step's policy is the unmasked one.
-    action_mask_empty: str = "error"
 
     def __post_init__(self) -> None:
-        if not isinstance(self.action_mask_key, str):
-            raise ValueError(f"action_mask_key={self.action_mask_key!r} must be an observation "
-                             f"key, 'auto' or '' (none).")
-        if self.action_mask_empty not in MASK_EMPTY:
-            raise ValueError(f"action_mask_empty={self.action_mask_empty!r} must be one of "
-                             f"{MASK_EMPTY} (error: stop on a step whose mask allows no "
-                             f"action; allow: it is the env's rule).")
-        try:
-            scenarios.parse(self.randomize)
-        except ValueError as e:
-            raise ValueError(f"randomize={self.randomize!r}: {e}") from None
-        try:
-            episode_metrics.parse(self.episode_metrics)
-        except ValueError as e:
-            raise ValueError(f"episode_metrics={self.episode_metrics!r}: {e}") from None
+        super().__post_init__()
         # EnvPool 1.2 segfaults on reset with noop_max=0; 1 already means "no no-ops".
         if self.noop_max < 1:
             raise ValueError(f"noop_max={self.noop_max}; must be >= 1 (1 = no random no-ops; "

@@ -26,8 +26,9 @@ EnvFactory = Callable[[int, int], Any]  # (num_envs, seed) -> env batch (sebulba
 def eval_env_config(config, noop_max: int | None = None,
                     max_episode_steps: int | None = None) -> envs.EnvConfig:
     """The run's env settings for evaluation: whole games (no episodic life). `config`: the
-    run's EnvConfig, or an experiment ConfigDict (its `env` section)."""
-    values = (dataclasses.asdict(config) if isinstance(config, envs.EnvConfig)
+    run's env section (an EnvConfig, or an Anakin run's podracer.env_config.EnvSection, the
+    other fields at their defaults), or an experiment ConfigDict (its `env` section)."""
+    values = (dataclasses.asdict(config) if dataclasses.is_dataclass(config)
               else config.env.to_dict())
     values["episodic_life"] = False
     if noop_max is not None:

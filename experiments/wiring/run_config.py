@@ -61,7 +61,7 @@ class RunConfig:
 
 
 def evaluation_env(env: Any, run: RunConfig) -> Any:
-    """The env settings (an EnvConfig) periodic evaluation plays: `env`'s, with
+    """The env settings (an env section) periodic evaluation plays: `env`'s, with
     run.eval_randomize's scenarios (podracer/scenarios.py) and the episode metrics they
     report."""
     return scenarios.held_out(env, run.eval_randomize)

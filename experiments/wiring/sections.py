@@ -25,10 +25,10 @@ from experiments.wiring.run_config import RunConfig, evaluation_env
 from networks import NetworkConfig
 from podracer import checkpoint, distributed, validation
 from podracer.batch import BatchShape
+from podracer.env_config import EnvSection
 from podracer.logging import WandbConfig
 from podracer.schema import read_section, require_section
 from podracer.validation import ConfigError
-from sebulba.envs import EnvConfig
 
 # config.runtime -> the runtime's driver (RunConfig.runtime names one of these).
 DRIVERS: dict[str, protocol.Driver] = {"sebulba": sebulba_driver.DRIVER,
@@ -43,7 +43,8 @@ class Sections:
     run: RunConfig
     distributed: distributed.DistributedConfig
     wandb: WandbConfig
-    env: EnvConfig
+    env: EnvSection                    # the runtime's reading: Sebulba's EnvConfig, or the
+                                       # fields every runtime reads (Anakin)
     network: NetworkConfig
     agent: Any                         # an instance of spec.config_cls
     spec: agents.AgentSpec             # the agent's name, builder, config class and checks
@@ -115,9 +116,8 @@ def read(config: ml_collections.ConfigDict, *, agent: str | agents.AgentSpec | N
     dc = read_section(distributed.DistributedConfig,
                       config.get("distributed", {"mode": "off"}), "distributed")
     wandb = read_section(WandbConfig, config.get("wandb", {}), "wandb")
-    env = read_section(EnvConfig, require_section(config, "env"), "env")
     driver = DRIVERS[run.runtime]
-    read_runtime = driver.read(config, env)
+    read_runtime = driver.read(config)  # its own section and its own reading of the env
     rt, env = read_runtime.section, read_runtime.env
     net = read_section(NetworkConfig, require_section(config, "network"), "network")
     agent_cfg = read_section(spec.config_cls, require_section(config, "agent"), "agent")

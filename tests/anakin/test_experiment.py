@@ -82,6 +82,23 @@ def test_anakin_fields_have_a_schema(ppo_gymnax_config):
     assert set(wiring.DRIVERS) == set(wiring.RUNTIMES)  # every runtime a config may name
 
 
+def test_each_runtime_reads_its_own_env_section(ppo_gymnax_config):
+    """Anakin reads the env fields every runtime reads (podracer.env_config.EnvSection), not
+    Sebulba's EnvPool settings, which the shared config carries for runtime='sebulba'; a bad
+    shared field is still named, and Sebulba reads the same section as its EnvConfig."""
+    from experiments import wiring
+    from podracer.env_config import EnvSection
+    from sebulba.envs import EnvConfig
+    s = wiring.read(ppo_gymnax_config(**{"env.randomize": "length=uniform(0.4, 0.6)"}),
+                    devices=False)
+    assert type(s.env) is EnvSection and not isinstance(s.env, EnvConfig)
+    assert (s.env.name, s.env.randomize) == ("gymnax:CartPole-v1", "length=uniform(0.4, 0.6)")
+    with pytest.raises(ConfigError, match=r"env.action_mask_empty='never' must be one of"):
+        wiring.read(ppo_gymnax_config(**{"env.action_mask_empty": "never"}), devices=False)
+    host = wiring.read(ppo_gymnax_config(runtime="sebulba"), devices=False)
+    assert type(host.env) is EnvConfig and host.env.name == "gymnax:CartPole-v1"
+
+
 def test_sebulba_trains_the_same_jax_env_through_the_host(ppo_gymnax_config, tmp_path):
     """gymnax:CartPole-v1 under runtime='sebulba' (sebulba/jax_host_env.py): the same config,
     the same env and episode semantics as under Anakin, stepped by actor threads."""

@@ -23,7 +23,8 @@ from experiments.wiring.drivers.protocol import RuntimeSection, Started
 from experiments.wiring.jax_envs import make_env
 from experiments.wiring.run_config import evaluation_env
 from podracer import compile_cache, episode_metrics, scenarios
-from podracer.schema import read_section
+from podracer.env_config import EnvSection
+from podracer.schema import read_section, require_section
 from podracer.validation import ConfigError
 
 
@@ -31,8 +32,18 @@ class AnakinRuntime:
     name = "anakin"
     takes_host_envs = False
 
-    def read(self, config: ml_collections.ConfigDict, env) -> RuntimeSection:
-        return RuntimeSection(read_section(runtime.AnakinConfig, config, "", whole=False), env)
+    def read(self, config: ml_collections.ConfigDict) -> RuntimeSection:
+        """AnakinConfig, and the env section as the fields every runtime reads
+        (podracer.env_config.EnvSection); the host env fields a shared config carries for
+        Sebulba (EnvPool threads, Atari preprocessing) do not apply, and worker processes are
+        refused."""
+        section = require_section(config, "env")
+        if section.get("workers", 0):
+            raise ConfigError(f"env.workers={section.workers}: worker processes step Python "
+                              f"envs under runtime='sebulba'; Anakin steps its JAX env on the "
+                              f"devices: set env.workers=0.")
+        return RuntimeSection(read_section(runtime.AnakinConfig, config, "", whole=False),
+                              read_section(EnvSection, section, "env", whole=False))
 
     def read_members(self, config, ac: runtime.AnakinConfig, agent_cfg, run):
         """`num_seeds` x the settings of `vary` (experiments/wiring/members.py), or None."""
@@ -55,10 +66,6 @@ class AnakinRuntime:
         return population
 
     def check_env(self, env, joins_a_job: bool) -> None:
-        if env.workers:
-            raise ConfigError(f"env.workers={env.workers}: worker processes step Python envs "
-                              f"under runtime='sebulba'; Anakin steps its JAX env on the "
-                              f"devices: set env.workers=0.")
         # Importing gymnax starts JAX's backend, which must wait for a multi-host join: then
         # `start` checks it, right after joining.
         if not joins_a_job:

@@ -25,7 +25,8 @@ class RuntimeSection:
     """A runtime's reading of the config, before anything joins (`Driver.read`)."""
 
     section: Any                      # the runtime's own section (its layout resolved)
-    env: Any                          # the env section as it will run
+    env: Any                          # the env section as it will run (the runtime's own
+                                      # reading: a podracer.env_config.EnvSection)
     layout: Any = None                # Sebulba: the resolved layout (sebulba.layout.Layout)
     # Dotted config fields the runtime resolved, with the value that runs (an auto layout's
     # threads): the run's recorded config (`Sections.config`) holds these, the caller's
@@ -64,8 +65,8 @@ class Driver(Protocol):
     name: str
     takes_host_envs: bool             # accepts a user make_env / wrap_env (host env batches)
 
-    def read(self, config, env) -> RuntimeSection:
-        """The runtime's section and the env section as they will run, from `config` (left
+    def read(self, config) -> RuntimeSection:
+        """The runtime's section and its env section as they will run, from `config` (left
         unchanged); a ConfigError naming the field for a bad value."""
 
     def read_members(self, config, section, agent_config, run) -> list | None:

@@ -22,7 +22,7 @@ from experiments.wiring import jax_envs
 from experiments.wiring.drivers.protocol import RuntimeSection, Started
 from experiments.wiring.run_config import evaluation_env
 from podracer import compile_cache, episode_metrics, scenarios
-from podracer.schema import read_section
+from podracer.schema import read_section, require_section
 from podracer.validation import ConfigError
 from sebulba import envs, evaluation, layout, registry, runner, topology
 from sebulba.jax_host_env import HostEnv
@@ -33,7 +33,10 @@ class SebulbaRuntime:
     name = "sebulba"
     takes_host_envs = True
 
-    def read(self, config: ml_collections.ConfigDict, env: envs.EnvConfig) -> RuntimeSection:
+    def read(self, config: ml_collections.ConfigDict) -> RuntimeSection:
+        """RuntimeConfig with its auto layout resolved, and the env section as
+        sebulba.envs.EnvConfig (every key a field of it)."""
+        env = read_section(envs.EnvConfig, require_section(config, "env"), "env")
         rc = read_section(RuntimeConfig, config, "", whole=False)
         try:
             chosen = layout.resolve(rc, env.num_threads, env_workers=env.workers)
