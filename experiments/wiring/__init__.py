@@ -10,8 +10,9 @@ nor each other; this package is where they meet (docs/architecture.md).
   for either;
 - build.py: `build_network`, `build_agent`, `build_from_config` (every entry point, script and
   test builds through these);
-- run.py: a whole run, one sequence for both runtimes; session.py: restore, run dir, logger,
-  checkpointer, config.json, summary.json, the exits; evaluation.py: the periodic evaluation;
+- run.py: a whole run, one sequence for both runtimes; session.py: the run dir, the agent
+  built once and restored; run_files.py: the logger, checkpointer, config.json, summary.json;
+  exits.py: the exits after Ctrl-C and a lost peer; evaluation.py: the periodic evaluation;
 - command_line.py, user_modules.py: `--config`, `--import` and the one-line user errors.
 """
 from __future__ import annotations
@@ -25,7 +26,8 @@ from experiments.wiring.run import run
 from experiments.wiring.run_config import RUNTIMES, RunConfig
 from experiments.wiring.drivers.sebulba import host_envs, is_jax_env
 from experiments.wiring.sections import DRIVERS, Sections, agent_spec, read
-from experiments.wiring.session import exit_on_lost_peer, make_run_dir
+from experiments.wiring.exits import exit_on_lost_peer
+from experiments.wiring.session import make_run_dir
 
 
 def cli(run_fn: Callable[[ml_collections.ConfigDict], Any], default_config: str) -> None:

@@ -6,9 +6,10 @@ restore, train, summarise. One sequence for both; what differs is the runtime's 
 sections (sections.py) before anything joins, builds an env, starts a thread or compiles;
 joins the multi-host job; starts the runtime (its devices, one env probe); builds the network
 and agent (build.py) for the batch the runtime gives; restores a checkpoint for
-`config.resume`, makes the run dir, logger, checkpointer (session.py) and evaluator
-(evaluation.py); and hands the run to the runtime's `train`. See docs/checkpoints.md for
-resume, docs/robustness.md for errors.
+`config.resume` (session.py), makes the logger, checkpointer and config.json (run_files.py)
+and the evaluator (evaluation.py); hands the run to the runtime's `train`; and ends it
+(summary.json; exits.py after Ctrl-C or a lost peer). See docs/checkpoints.md for resume,
+docs/robustness.md for errors.
 """
 from __future__ import annotations
 
@@ -19,9 +20,10 @@ import ml_collections
 import agents
 from experiments.wiring.build import build_network, describe_mask, describe_torso
 from experiments.wiring.evaluation import with_evaluation
+from experiments.wiring.exits import exit_interrupted, exit_now_if_abandoned, exit_on_lost_peer
+from experiments.wiring.run_files import RunFiles
 from experiments.wiring.sections import read
-from experiments.wiring.session import (Session, exit_interrupted, exit_now_if_abandoned,
-                                        exit_on_lost_peer)
+from experiments.wiring.session import Session
 from podracer import distributed
 from podracer.finite import NonFiniteError
 from podracer.legal import NoLegalActionError
@@ -73,39 +75,40 @@ def run(config: ml_collections.ConfigDict, make_env: Callable[[int, int], Any] |
     network = build_network(sections, started.action_space, started.observation_space)
     torso_line = describe_torso(sections, network, started.example_obs)
     mask_line = describe_mask(network)
-    session = Session(sections, name, network, started)
+    session = Session(sections, name, network, started)  # the agent, restored on resume
     started.check(session.agent)
+    files = RunFiles(session)
     # The runtime closes the logger when it ends; the `with` closes it if a step before fails.
-    with session.logger() as logger:
+    with files.logger() as logger:
         if session.progress is not None:
             train_kwargs["resume"] = session.progress
         if main and sections.run.checkpoint_keep > 0:
-            train_kwargs["checkpointer"] = session.checkpointer()
+            train_kwargs["checkpointer"] = files.checkpointer()
         evaluator = None
         if main and sections.run.eval_every_updates > 0:
             train_kwargs["on_update"], evaluator = with_evaluation(
                 sections, network, session.agent, started, logger,
                 train_kwargs.get("on_update"))
-        session.write_config()
+        files.write_config()
         if main:
             _announce(session, started, torso_line, mask_line)
         try:
             result = started.train(session.agent, logger, **train_kwargs)
         except Interrupted as e:  # Ctrl-C: the same summary as SIGTERM, one line, exit 130
-            exit_interrupted(e, session, evaluator, main, runtime=driver.name)
+            exit_interrupted(e, files, evaluator, main, runtime=driver.name)
         except distributed.PeerLost as e:
             exit_on_lost_peer(e, train_kwargs.get("checkpointer"))
         except NoLegalActionError as e:
             raise NoLegalActionError(f"env.name={sections.env.name!r}: {e}") from None
         except NonFiniteError as e:  # summarised as a finished run that diverged, then raised
             if main and e.result is not None:
-                session.write_summary(e.result, evaluator, runtime=driver.name,
+                files.write_summary(e.result, evaluator, runtime=driver.name,
                                       diverged=None if session.members else {
                                           "update": e.result.updates,
                                           "env_steps": e.result.env_steps, "error": str(e)})
             raise
         if main:
-            session.write_summary(result, evaluator, runtime=driver.name)
+            files.write_summary(result, evaluator, runtime=driver.name)
         exit_now_if_abandoned(result, 0)  # a second signal: exit without waiting for the call
     return result
 

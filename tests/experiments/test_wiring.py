@@ -144,15 +144,15 @@ def test_a_step_failing_before_training_still_closes_the_logger(tmp_path, monkey
     # The runtime closes the logger when it ends; a failure before it starts must close it too
     # (an open tensorboardX writer is closed at exit, which on Python 3.12 raises "can't create
     # new thread at interpreter shutdown" after the real error).
-    from experiments.wiring import session as wiring_session
+    from experiments.wiring import run_files
     closed = []
-    real_close = wiring_session.MetricsLogger.close
-    monkeypatch.setattr(wiring_session.MetricsLogger, "close",
+    real_close = run_files.MetricsLogger.close
+    monkeypatch.setattr(run_files.MetricsLogger, "close",
                         lambda self: (closed.append(self._writer is not None), real_close(self)))
 
     def broken_write_config(self):
         raise OSError("disk full")
-    monkeypatch.setattr(wiring_session.Session, "write_config", broken_write_config)
+    monkeypatch.setattr(run_files.RunFiles, "write_config", broken_write_config)
     config = impala_classic.get_config()
     config.run_dir = str(tmp_path / "run")
     with pytest.raises(OSError, match="disk full"):
