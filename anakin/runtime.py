@@ -19,6 +19,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from anakin import episode_metrics as game_metrics
+from podracer import placement
 from podracer.agent import Agent, Rollout, reset_core_state
 from podracer.batch import BatchShape, UpdatePlan
 from podracer.compile_cache import DEFAULT_DIR
@@ -303,25 +304,11 @@ def with_call_length(jitted: Callable, updates_per_call: int) -> Callable:
     return update
 
 
-def _place(tree: PyTree, sharding: NamedSharding) -> PyTree:
-    """Every leaf as its own fresh global array (this process's data as its local part).
-
-    Fresh host copies first: the update donates its inputs, and two leaves sharing one buffer
-    (an LSTM's zero (c, h) state) cannot both be donated."""
-    def to_global(x):
-        if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
-            data = to_global(jax.random.key_data(x))
-            return jax.random.wrap_key_data(data, impl=jax.random.key_impl(x))
-        x = np.array(x)  # a copy
-        if jax.process_count() == 1:
-            return jax.device_put(x, sharding)
-        return jax.make_array_from_process_local_data(sharding, x)
-    return jax.tree.map(to_global, tree)
-
-
 def place_replicated(tree: PyTree, mesh: Mesh) -> PyTree:
-    """One copy per device (each process passes its identical copy, multi-host)."""
-    return _place(tree, NamedSharding(mesh, P()))
+    """One copy per device (each process passes its identical copy, multi-host), from fresh
+    host copies: the update donates its inputs, and two leaves sharing one buffer (an LSTM's
+    zero (c, h) state) cannot both be donated (podracer/placement.py)."""
+    return placement.place(tree, NamedSharding(mesh, P()), copy=True)
 
 
 def place_runner(runner: Runner, mesh: Mesh) -> Runner:
@@ -332,7 +319,7 @@ def place_runner(runner: Runner, mesh: Mesh) -> Runner:
 def place_split(tree: PyTree, mesh: Mesh, env_axis: int) -> PyTree:
     """This process's data split along `env_axis` over the devices (global arrays)."""
     spec = (None,) * env_axis + (AXIS,)
-    return _place(tree, NamedSharding(mesh, P(*spec)))
+    return placement.place(tree, NamedSharding(mesh, P(*spec)), copy=True)
 
 
 def runner_key(seed: int, start_update: int = 0) -> jax.Array:

@@ -14,6 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import PartitionSpec as P
 
+from podracer import placement
 from podracer.agent import Agent, PyTree, Rollout
 from podracer.finite import keep_finite
 from podracer.legal import count_no_legal
@@ -86,15 +87,6 @@ def place_learner_state(state: PyTree, topology: Topology) -> PyTree:
     """Replicates the initial learner state on every learner device (of every process).
 
     With several processes each passes its own, identical copy (same seed), which becomes the
-    local shards of one global replicated array.
+    local shards of one global replicated array (podracer/placement.py).
     """
-    sharding = topology.replicated()
-    if topology.num_processes == 1:
-        return jax.device_put(state, sharding)
-
-    def to_global(x):
-        if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):  # typed keys: via key data
-            data = to_global(jax.random.key_data(x))
-            return jax.random.wrap_key_data(data, impl=jax.random.key_impl(x))
-        return jax.make_array_from_process_local_data(sharding, np.asarray(x))
-    return jax.tree.map(to_global, state)
+    return placement.place(state, topology.replicated())
