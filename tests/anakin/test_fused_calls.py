@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import pytest
 
 from experiments import train
-from anakin.loop import CallPace
+from anakin.call_pace import CallPace
 from podracer import checkpoint
 from podracer.finite import NonFiniteError
 from tests.helpers import agent_with, read_metrics

@@ -1,0 +1,83 @@
+"""What the Anakin host loop (anakin/loop.py) calls per update, for one agent or a population:
+the compiled program (anakin/runtime.py, anakin/population.py), the state and env runners it
+starts from, placed on the mesh, and the split of a call's metrics and finished games into
+[update][member] rows."""
+from __future__ import annotations
+
+from typing import Sequence
+
+import jax
+import numpy as np
+from jax.sharding import Mesh
+
+from anakin import host_games, runtime
+from anakin import population as pop
+from podracer.agent import Agent
+from podracer.checkpoint import Progress
+from podracer.episode_metrics import EpisodeMetric
+
+
+class OneAgent:
+    """One agent: today's compiled update, unbatched (its checkpoints and speed unchanged)."""
+
+    def __init__(self, agent: Agent, env, ac, mesh: Mesh,
+                 episode_metrics: Sequence[EpisodeMetric] = ()) -> None:
+        self.agent, self.env, self.ac, self.mesh = agent, env, ac, mesh
+        self.num_metrics = len(episode_metrics)
+        self.program = runtime.make_update_fn(agent, env, mesh, ac.unroll_length,
+                                              ac.updates_per_call, episode_metrics)
+
+    def init(self, example, start_update: int, resume: Progress | None):
+        ac = self.ac
+        state = (self.agent.init(jax.random.key(ac.seed), example) if resume is None
+                 else resume.learner_state)
+        runner = runtime.init_runner(self.agent, self.env,
+                                     runtime.runner_key(ac.seed, start_update), ac.num_envs,
+                                     self.num_metrics)
+        return runtime.place_replicated(state, self.mesh), runtime.place_runner(runner, self.mesh)
+
+    def update(self, k: int, state, runner, active=None):
+        if self.ac.updates_per_call == 1:
+            return self.program(state, runner)
+        return self.program(state, runner, n=k)
+
+    def split(self, metrics: dict, eps, k: int) -> tuple[list[list[dict]], list[list[list]]]:
+        """[update][member] metrics and games of a call of k updates."""
+        if self.ac.updates_per_call == 1:
+            return [[metrics]], [[g] for g in host_games.local_episodes(eps)]
+        games = host_games.local_episodes(eps, k)  # rounds from k on were skipped
+        rows = [{n: v[i] for n, v in metrics.items()} for i in range(k)]
+        return [[m] for m in rows], [[g] for g in games]
+
+
+class Members:
+    """M members in one program (anakin/population.py)."""
+
+    def __init__(self, population: pop.Population, env, ac, mesh: Mesh,
+                 episode_metrics: Sequence[EpisodeMetric] = ()) -> None:
+        self.population, self.env, self.ac, self.mesh = population, env, ac, mesh
+        self.num_metrics = len(episode_metrics)
+        self.hparams = population.stacked_hparams()
+        self.program = pop.make_update_fn(population, env, mesh, ac.unroll_length,
+                                          ac.updates_per_call, episode_metrics)
+
+    def init(self, example, start_update: int, resume: Progress | None):
+        states, runners = pop.init(self.population, self.env, example, start_update,
+                                   self.ac.num_envs, self.num_metrics)
+        if resume is not None:
+            states = resume.learner_state
+        return pop.place(states, runners, self.mesh)
+
+    def update(self, k: int, states, runners, active=None):
+        if self.ac.updates_per_call == 1:
+            return self.program(self.hparams, states, runners, active=active)
+        return self.program(self.hparams, states, runners, active=active, n=k)
+
+    def split(self, metrics: dict, eps, k: int):
+        size = self.population.size
+        fused = self.ac.updates_per_call > 1
+        games = pop.local_episodes(eps, size, k)  # rounds from k on were skipped
+        stacked = metrics if fused else {n: np.asarray(v)[None] for n, v in metrics.items()}
+        rows = [[{n: v[i][m] for n, v in stacked.items()} for m in range(size)]
+                for i in range(k)]
+        return rows, games
