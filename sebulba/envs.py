@@ -28,7 +28,8 @@ from typing import Any, Callable
 import numpy as np
 
 from podracer import episode_metrics, scenarios
-from podracer.env_config import EnvSection
+# Re-exported: the env section every runtime reads, and the values of action_mask_empty.
+from podracer.env_config import MASK_EMPTY, EnvSection  # noqa: F401
 from sebulba import adapters, env_workers, registry
 # Re-exported: the step record and the float32 cast are part of this module's env API.
 from sebulba.timestep import TimeStep, to_float32  # noqa: F401

@@ -65,7 +65,7 @@ class RunFiles:
             every_minutes=run.checkpoint_every_minutes, keep=run.checkpoint_keep,
             metadata={"experiment": self.name, "env": self.sections.env.name,
                       "seed": self.sections.runtime.seed,
-                      "config": json.loads(self.sections.config.to_json()),
+                      "config": self.sections.recorded(),
                       "lr_horizon": self.horizon.to_dict()})
 
     def write_config(self) -> None:

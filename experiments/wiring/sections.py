@@ -12,6 +12,7 @@ where: docs/architecture.md, "Config sections and their schemas".
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 from typing import Any
 
@@ -57,6 +58,11 @@ class Sections:
     layout: Any = None                 # Sebulba: the resolved layout (sebulba.layout.Layout)
     members: Any = None                # Anakin: several agents in one program
                                        # (experiments/wiring/members.py), or None
+
+    def recorded(self) -> dict:
+        """`config` as plain JSON values: what config.json, checkpoint metadata and the resume
+        checks hold."""
+        return json.loads(self.config.to_json())
 
     @property
     def driver(self) -> protocol.Driver:

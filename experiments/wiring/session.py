@@ -5,7 +5,6 @@ it. The run's files are run_files.py's; the process's exits, exits.py's."""
 from __future__ import annotations
 
 import datetime
-import json
 import os
 
 import jax
@@ -39,13 +38,12 @@ class Session:
         observation, and how it builds the agent and its state's template)."""
         self.sections, self.name, self.network, self.started = sections, name, network, started
         self.shape, self.plan = started.shape, started.plan
-        plan = started.plan
         self.members = sections.members  # several agents in one program, or None
         resume_from = checkpoint.resolve(sections.run.resume) if sections.run.resume else None
         self.run_dir = make_run_dir(sections, name, resume_from)
         self.progress: checkpoint.Progress | None = None
         self.done = (0, 0)  # (updates, env steps) before this session
-        self.horizon = schedules.Horizon(plan.num_updates)
+        self.horizon = schedules.Horizon(self.plan.num_updates)
         loaded = read(resume_from, sections, name) if resume_from else None
         if loaded is not None:  # the checkpoint's counters before the agent is built
             self.done = (loaded.updates, loaded.env_steps)
@@ -53,11 +51,11 @@ class Session:
             # from the checkpoint's rate (agents/schedules.py, docs/checkpoints.md).
             self.horizon = schedules.resumed_horizon(
                 schedules.trained_horizon(loaded.metadata), loaded.updates,
-                plan.planned_updates(*self.done))
+                self.plan.planned_updates(*self.done))
         self.agent = self._build()  # once, for the run's horizon
         if loaded is not None:
-            template = (started.template or _template)(self.agent, sections.runtime.seed,
-                                                        started.example_obs)
+            of = started.template or _template  # a population's comes from its driver
+            template = of(self.agent, sections.runtime.seed, started.example_obs)
             self.progress = restore(loaded, template, sections, self.run_dir)
 
     def _build(self):
@@ -74,7 +72,7 @@ def read(path: str, sections: Sections, name: str) -> checkpoint.Loaded:
     dir or `checkpoints` dir in `resume` falls back past damaged newer checkpoints
     (podracer/checkpoint.py)."""
     source = sections.run.resume or path
-    current = json.loads(sections.config.to_json())
+    current = sections.recorded()
     try:
         return checkpoint.read(
             source, experiment=name,
@@ -91,7 +89,7 @@ def restore(loaded: checkpoint.Loaded, template, sections: Sections,
     `run_dir`, because this run will save those update numbers again."""
     source = sections.run.resume or loaded.checkpoint
     try:
-        progress = checkpoint.fit(loaded, template, config=json.loads(sections.config.to_json()))
+        progress = checkpoint.fit(loaded, template, config=sections.recorded())
     except ValueError as e:  # a tree that does not fit
         raise ConfigError(f"resume={source!r}: {e}") from e
     ckpt_dir = os.path.abspath(os.path.join(run_dir, "checkpoints"))
