@@ -75,4 +75,3 @@ def result(totals: Totals, metrics: Sequence[EpisodeMetric]) -> jax.Array:
 def restart(totals: Totals, over: jax.Array) -> Totals:
     """The totals of an env whose game ended (`over`) emptied for its next game."""
     return Totals(jnp.where(over, 0.0, totals.value), jnp.where(over, 0, totals.count))
-

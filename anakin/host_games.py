@@ -1,13 +1,16 @@
 """The games an Anakin call finished, read on the host: the record the compiled program
-returns (anakin/runtime.py `Episodes`: per step, which envs ended a game, its return, length and
-episode metrics) as this process's (return, length, *metrics) tuples, update by update, for
-the loop's episode statistics (anakin/loop.py, population.py)."""
+returns (anakin/actor.py `Episodes`: per step, which envs ended a game, its return, length and
+episode metrics) as this process's (return, length, *metrics) tuples, update by update, and
+every process's games of a call gathered on every process (`gather_games`), for the loop's
+episode statistics (anakin/loop.py, population.py). Sebulba's actors count their games on the
+host instead (sebulba/actor_pools.py `EpisodeCounter`)."""
 from __future__ import annotations
 
 import jax
 import numpy as np
 
-from anakin.runtime import Episodes
+from anakin.actor import Episodes
+from podracer import distributed
 
 
 def host_episodes(episodes: Episodes, rounds: int | None = None
@@ -69,3 +72,13 @@ def host_rounds(episodes: Episodes, rounds: int | None, round_ndim: int
     if episodes.over.ndim == round_ndim:
         return tuple(x[None] for x in host_episodes(episodes))
     return host_episodes(episodes, rounds)
+
+
+def gather_games(games: list[list[list[tuple]]], steps: int, num_metrics: int = 0
+                 ) -> list[list[list[tuple]]]:
+    """Every process's games of a call ([update][member] lists of (return, length,
+    *metrics)), on every process, in one exchange (podracer.distributed); `steps` bounds one
+    list (a step ends at most one game per env)."""
+    flat = [g for per_member in games for g in per_member]
+    every = iter(distributed.gather_episode_groups(flat, steps, num_metrics))
+    return [[next(every) for _ in per_member] for per_member in games]

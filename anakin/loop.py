@@ -1,7 +1,7 @@
 """The Anakin training loop on the host: one compiled call per update (or per
 `updates_per_call` updates), then logging, episode statistics, checkpoints and evaluations.
 
-Everything per step happens on the devices (anakin/runtime.py, called through
+Everything per step happens on the devices (anakin/update_program.py, called through
 anakin/programs.py); the host loop (`_HostLoop`) reads each call's metrics and finished games
 and records them with the core's `Ledger`, under Sebulba's names. Fused calls and their pace
 (anakin/call_pace.py), running one call ahead, populations, signals and multi-process
@@ -17,7 +17,8 @@ import numpy as np
 from jax.sharding import Mesh
 
 from anakin import population as pop
-from anakin import programs, runtime
+from anakin import host_games, programs, runtime_config, topology
+from anakin.diverged import Diverged
 from anakin.call_pace import CallPace, call_length
 from podracer import distributed
 from podracer.agent import Agent
@@ -32,7 +33,7 @@ from podracer.signals import Abandoned, StopOnSignal, wait_ready
 PyTree = Any
 
 
-def train(agent: Agent | pop.Population, env, ac: runtime.AnakinConfig,
+def train(agent: Agent | pop.Population, env, ac: runtime_config.AnakinConfig,
           logger: MetricsLogger | Sequence[MetricsLogger], *,
           checkpointer: Checkpointer | None = None, resume: Progress | None = None,
           on_update: Callable[[int, int, PyTree], None] | None = None,
@@ -77,7 +78,7 @@ def train(agent: Agent | pop.Population, env, ac: runtime.AnakinConfig,
             raise ValueError("on_update takes one agent's state; a population has several.")
     elif isinstance(agent, pop.Population):
         agent = agent.make_agent(agent.member_hparams(0))
-    mesh = mesh if mesh is not None else runtime.make_mesh(ac.learner_device_ids)
+    mesh = mesh if mesh is not None else topology.make_mesh(ac.learner_device_ids)
     program = (programs.Members(agent, env, ac, mesh, episode_metrics) if population
                else programs.OneAgent(agent, env, ac, mesh, episode_metrics))
     example = jax.tree.map(lambda x: x[None], env.reset(jax.random.key(0)).obs)
@@ -94,7 +95,7 @@ class _HostLoop:
     (`snap`: what a checkpoint saves; None while the state is donated to a call in flight, so
     a failure never saves a half-made state)."""
 
-    def __init__(self, program, ac: runtime.AnakinConfig, loggers: list[MetricsLogger],
+    def __init__(self, program, ac: runtime_config.AnakinConfig, loggers: list[MetricsLogger],
                  state, runner, population: bool, episode_metrics: Sequence[EpisodeMetric],
                  checkpointer: Checkpointer | None, resume: Progress | None,
                  on_update) -> None:
@@ -105,17 +106,13 @@ class _HostLoop:
         self.num_metrics = len(episode_metrics)
         self.processes = processes = jax.process_count()
         self.episodes = [EpisodeStats.of(episode_metrics) for _ in range(self.size)]
-        # Members stopped by non-finite updates: {member: where and why}, frozen from then on.
-        self.diverged: dict[int, dict] = {}
         if resume:
             saved = resume.episodes["members"] if population else [resume.episodes]
             for stats, s in zip(self.episodes, saved):
                 stats.load_state_dict(s)
-            if population:
-                self.diverged = {int(m): d
-                                 for m, d in resume.episodes.get("diverged", {}).items()}
-                for m in self.diverged:
-                    _pass_console(loggers, m, self.diverged)
+        # Members stopped by non-finite updates, frozen from then on (a resume keeps them so).
+        self.diverged = Diverged(
+            loggers, resume.episodes.get("diverged") if resume and population else None)
         self.start_steps = resume.env_steps if resume else 0
         self.updates = resume.updates if resume else 0
         self.env_steps = self.start_steps
@@ -153,7 +150,7 @@ class _HostLoop:
 
     def progress(self) -> Progress:
         saved = ({"members": [e.state_dict() for e in self.episodes],
-                  "diverged": {str(m): d for m, d in sorted(self.diverged.items())}}
+                  "diverged": self.diverged.state_dict()}
                  if self.population else self.episodes[0].state_dict())
         return Progress(self.state, self.env_steps, self.updates, saved)
 
@@ -175,8 +172,7 @@ class _HostLoop:
                 k = int(distributed.broadcast_host(np.int32(k)))
             self.snap = None
             t0 = time.perf_counter()
-            active = (np.asarray([m not in self.diverged for m in range(self.size)])
-                      if self.population else None)
+            active = self.diverged.active() if self.population else None
             self.state, self.runner, metrics, eps = self.program.update(
                 k, self.state, self.runner, active)
         self.dispatched += k
@@ -194,7 +190,7 @@ class _HostLoop:
             seconds = t1 - max(call.t0, self.last_done)
             self.last_done = t1
             self.pace.observe(call.k, seconds)
-            games = _gather_games(games, self.steps, self.num_metrics)
+            games = host_games.gather_games(games, self.steps, self.num_metrics)
         records = []
         for per_member, done in zip(rows, games):
             self.updates += 1
@@ -220,13 +216,8 @@ class _HostLoop:
             except NonFiniteError as e:
                 if not self.population:
                     stop = stop or e
-                elif m not in self.diverged:  # frozen from the next call on; the others go on
-                    self.diverged[m] = {"update": u, "env_steps": at, "error": str(e)}
-                    print(f"member {m} diverged: {e} It is frozen at its last good state; "
-                          f"{self.size - len(self.diverged)} of {self.size} members go on.",
-                          flush=True)
-                    _pass_console(self.loggers, m, self.diverged)
-                    newly = True
+                else:  # frozen from the next call on; the others go on
+                    newly = self.diverged.add(m, u, at, e) or newly
         if holds_state and newly:  # the snapshot (what checkpoints save) records them too
             self.snap = self.progress()
         if stop is not None:
@@ -275,19 +266,17 @@ class _HostLoop:
         return self._result(final, abandoned, nonfinite, signals.received)
 
     def _result(self, final, abandoned: bool, nonfinite, received) -> TrainResult:
-        size, diverged, snap = self.size, self.diverged, self.snap
+        snap = self.snap
         # After an abandoned call, the newest complete update's state was donated to it: none.
         members = ([{"episode_summary": e.summary(), "last_metrics": ledger.last_metrics,
-                     "diverged": diverged.get(m)}
+                     "diverged": self.diverged.get(m)}
                     for m, (e, ledger) in enumerate(zip(self.episodes, self.ledgers))]
                    if self.population else None)
         result = TrainResult(snap.learner_state if snap is not None else None, self.env_steps,
                              self.updates, self.episodes[0].summary(),
                              self.ledgers[0].last_metrics, received, final, abandoned, members)
-        if self.population and len(diverged) == size and received is None:
-            nonfinite = NonFiniteError(f"every member diverged ({size} of {size}): "
-                                       + "; ".join(f"member {m} at update {d['update']:,d}"
-                                                   for m, d in sorted(diverged.items())) + ".")
+        if self.population and received is None:
+            nonfinite = self.diverged.every_member_error() or nonfinite
         if nonfinite is not None:
             # Its update may be a call later than the stop, when that call had already been
             # sent.
@@ -301,16 +290,6 @@ class _HostLoop:
         return result
 
 
-def _pass_console(loggers: Sequence[MetricsLogger], m: int, diverged: dict) -> None:
-    """The progress lines of a population come from one member's logger (member 0's): when
-    that member diverges, the first member still training prints them from then on."""
-    live = [i for i in range(len(loggers)) if i not in diverged]
-    quiet = float("inf")
-    if live and loggers[m].console_every_s < quiet:
-        loggers[live[0]].console_every_s = loggers[m].console_every_s
-        loggers[m].console_every_s = quiet
-
-
 class _Call(NamedTuple):
     """A dispatched call: its length, when it was sent, its (future) outputs, and which
     members it updated (a population's; None for one agent)."""
@@ -320,13 +299,3 @@ class _Call(NamedTuple):
     metrics: dict
     eps: Any
     active: np.ndarray | None = None
-
-
-def _gather_games(games: list[list[list[tuple]]], steps: int, num_metrics: int = 0
-                  ) -> list[list[list[tuple]]]:
-    """Every process's games of a call ([update][member] lists of (return, length,
-    *metrics)), on every process, in one exchange (podracer.distributed); `steps` bounds one
-    list (a step ends at most one game per env)."""
-    flat = [g for per_member in games for g in per_member]
-    every = iter(distributed.gather_episode_groups(flat, steps, num_metrics))
-    return [[next(every) for _ in per_member] for per_member in games]

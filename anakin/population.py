@@ -5,7 +5,7 @@ of this codebase).
 A `Population` is M members. Member m has its own seed (its parameters, optimiser state, env
 states and key streams are those a single run with that seed would have) and its own values of
 the varied hyperparameters, passed to `make_agent` as traced scalars, so one program serves
-them all. The `vmap` runs inside the `shard_map` of the update (anakin/runtime.py): every
+them all. The `vmap` runs inside the `shard_map` of the update (anakin/update_program.py): every
 device holds every member's learner state and its share of every member's envs, so each member
 keeps the exact property of a single run (N devices == 1 device on the whole batch), its
 gradient mean over the devices included; members never exchange anything.
@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, PartitionSpec as P
 
-from anakin import host_games, runtime
+from anakin import actor, host_games, key_streams, learner, topology, update_program
 from podracer.agent import Agent
 from podracer.episode_metrics import EpisodeMetric
 
@@ -68,14 +68,14 @@ class Population:
 def init(population: Population, env, example_obs, start_update: int, num_envs: int,
          num_metrics: int = 0):
     """(learner states [M, ...], runners [M, B, ...]): member m initialised as a single run of
-    seed `seeds[m]` is (runtime.init_runner, runner_key), in one compiled program."""
+    seed `seeds[m]` is (actor.init_runner, runner_key), in one compiled program."""
     seeds = jnp.asarray(population.seeds, jnp.uint32)
 
     def member(hp, seed):
         agent = population.make_agent(hp)
-        state = agent.init(jax.random.key(seed), example_obs)
-        runner = runtime.init_runner(agent, env, runtime.runner_key(seed, start_update),
-                                     num_envs, num_metrics)
+        state = agent.init(key_streams.init_key(seed), example_obs)
+        runner = actor.init_runner(agent, env, key_streams.runner_key(seed, start_update),
+                                   num_envs, num_metrics)
         return state, runner
     # Member by member (lax.map), not vmap: a vmapped init of a 64x64 MLP with its own value
     # torso never finished on XLA:CPU here (jax 0.10.2; the CPU idle, so a deadlock, likely in
@@ -87,15 +87,15 @@ def init(population: Population, env, example_obs, start_update: int, num_envs: 
 def place(states, runners, mesh: Mesh):
     """Every member's learner state on every device; each member's envs split over them
     (axis 1 of the runner leaves, after the member axis)."""
-    return runtime.place_replicated(states, mesh), runtime.place_split(runners, mesh, 1)
+    return topology.place_replicated(states, mesh), topology.place_split(runners, mesh, 1)
 
 
 def make_update_fn(population: Population, env, mesh: Mesh, unroll_length: int,
                    updates_per_call: int = 1, episode_metrics: Sequence[EpisodeMetric] = ()):
     """Jitted update(hparams, states, runners) -> (states, runners, metrics, episodes) for all
     members at once: `updates_per_call` (K) rounds of {rollout, learn} per member, as
-    runtime.make_update_fn runs them for one (with K > 1, the call length n <= K is a keyword:
-    update(hparams, states, runners, n=K)). Metrics leaves are [M] ([K, M] with K > 1),
+    update_program.make_update_fn runs them for one (with K > 1, the call length n <= K is a
+    keyword: update(hparams, states, runners, n=K)). Metrics leaves are [M] ([K, M] with K > 1),
     episodes [M, T, B] ([K, M, T, B]), each game with its `episode_metrics`. States and
     runners are donated.
 
@@ -105,9 +105,9 @@ def make_update_fn(population: Population, env, mesh: Mesh, unroll_length: int,
 
     def one_update(hp, active, state, runner):
         agent = population.make_agent(hp)
-        runner, ro, episodes = runtime.rollout(agent, env, agent.actor_params(state), runner,
-                                               unroll_length, episode_metrics)
-        new_state, metrics = runtime.learn(agent, state, ro)
+        runner, ro, episodes = actor.rollout(agent, env, agent.actor_params(state), runner,
+                                             unroll_length, episode_metrics)
+        new_state, metrics = learner.learn(agent, state, ro)
         return _select(active, new_state, state), runner, metrics, episodes
 
     members = jax.vmap(one_update)
@@ -119,17 +119,18 @@ def make_update_fn(population: Population, env, mesh: Mesh, unroll_length: int,
         def round_(carry):
             s, r, m, e = members(hp, active, *carry)
             return (s, r), (m, e)
-        (states, runners), (metrics, episodes) = runtime.fused_rounds(
+        (states, runners), (metrics, episodes) = update_program.fused_rounds(
             round_, (states, runners), n[0], updates_per_call)
         return states, runners, metrics, episodes
 
     env_axis = (None,) * (2 if updates_per_call == 1 else 3)
-    in_specs = ((P(), P(), P(), P(None, runtime.AXIS))
+    in_specs = ((P(), P(), P(), P(None, topology.AXIS))
                 + (() if updates_per_call == 1 else (P(),)))
     sharded = jax.shard_map(per_device, mesh=mesh, in_specs=in_specs,
-                            out_specs=(P(), P(None, runtime.AXIS), P(),
-                                       P(*env_axis, runtime.AXIS)), check_vma=False)
-    call = runtime.with_call_length(jax.jit(sharded, donate_argnums=(2, 3)), updates_per_call)
+                            out_specs=(P(), P(None, topology.AXIS), P(),
+                                       P(*env_axis, topology.AXIS)), check_vma=False)
+    call = update_program.with_call_length(jax.jit(sharded, donate_argnums=(2, 3)),
+                                           updates_per_call)
     everyone = np.ones(population.size, bool)
 
     def update(hparams, states, runners, *, active=None, **n):
@@ -156,7 +157,7 @@ def member_state(states: PyTree, m: int) -> PyTree:
     return jax.tree.map(lambda x: x[m], states)
 
 
-def local_episodes(episodes: runtime.Episodes, size: int, rounds: int | None = None
+def local_episodes(episodes: actor.Episodes, size: int, rounds: int | None = None
                    ) -> list[list[list[tuple]]]:
     """The games this process's envs finished, per update of the call and per member:
     out[k][m] from a record [M, T, B] (one update) or [K, M, T, B] (a fused call), of its

@@ -1,16 +1,15 @@
 """What the Anakin host loop (anakin/loop.py) calls per update, for one agent or a population:
-the compiled program (anakin/runtime.py, anakin/population.py), the state and env runners it
-starts from, placed on the mesh, and the split of a call's metrics and finished games into
-[update][member] rows."""
+the compiled program (anakin/update_program.py, anakin/population.py), the state and env
+runners it starts from, placed on the mesh, and the split of a call's metrics and finished
+games into [update][member] rows."""
 from __future__ import annotations
 
 from typing import Sequence
 
-import jax
 import numpy as np
 from jax.sharding import Mesh
 
-from anakin import host_games, runtime
+from anakin import actor, host_games, key_streams, topology, update_program
 from anakin import population as pop
 from podracer.agent import Agent
 from podracer.checkpoint import Progress
@@ -24,17 +23,17 @@ class OneAgent:
                  episode_metrics: Sequence[EpisodeMetric] = ()) -> None:
         self.agent, self.env, self.ac, self.mesh = agent, env, ac, mesh
         self.num_metrics = len(episode_metrics)
-        self.program = runtime.make_update_fn(agent, env, mesh, ac.unroll_length,
-                                              ac.updates_per_call, episode_metrics)
+        self.program = update_program.make_update_fn(agent, env, mesh, ac.unroll_length,
+                                                     ac.updates_per_call, episode_metrics)
 
     def init(self, example, start_update: int, resume: Progress | None):
         ac = self.ac
-        state = (self.agent.init(jax.random.key(ac.seed), example) if resume is None
+        state = (self.agent.init(key_streams.init_key(ac.seed), example) if resume is None
                  else resume.learner_state)
-        runner = runtime.init_runner(self.agent, self.env,
-                                     runtime.runner_key(ac.seed, start_update), ac.num_envs,
-                                     self.num_metrics)
-        return runtime.place_replicated(state, self.mesh), runtime.place_runner(runner, self.mesh)
+        runner = actor.init_runner(self.agent, self.env,
+                                   key_streams.runner_key(ac.seed, start_update), ac.num_envs,
+                                   self.num_metrics)
+        return topology.place_replicated(state, self.mesh), topology.place_runner(runner, self.mesh)
 
     def update(self, k: int, state, runner, active=None):
         if self.ac.updates_per_call == 1:

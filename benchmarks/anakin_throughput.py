@@ -48,7 +48,7 @@ def measure(num_devices: int, *, env: str = "gymnax:CartPole-v1", num_envs: int 
 
     import jax
 
-    from anakin import population, runtime
+    from anakin import actor, key_streams, population, topology, update_program
     from experiments import wiring
     from experiments.configs import ppo_gymnax
     from experiments.wiring import jax_envs
@@ -66,7 +66,7 @@ def measure(num_devices: int, *, env: str = "gymnax:CartPole-v1", num_envs: int 
     ac = sections.runtime
     e = jax_envs.make_env(sections.env)
     judged = anakin_driver.check_metrics(e, sections.env)  # --set env.episode_metrics=...
-    mesh = runtime.make_mesh(ac.learner_device_ids)
+    mesh = topology.make_mesh(ac.learner_device_ids)
     example = jax.tree.map(lambda x: x[None], e.reset(jax.random.key(0)).obs)
     if num_seeds > 1:
         if act_only:
@@ -85,11 +85,11 @@ def measure(num_devices: int, *, env: str = "gymnax:CartPole-v1", num_envs: int 
     else:
         _, _, agent = wiring.build_from_config(sections, e.action_space, num_updates=10**6,
                                                observation_space=e.observation_space)
-        state = runtime.place_replicated(agent.init(jax.random.key(seed), example), mesh)
-        runner = runtime.place_runner(runtime.init_runner(
-            agent, e, runtime.runner_key(seed), ac.num_envs, len(judged)), mesh)
-        update = runtime.make_update_fn(agent, e, mesh, ac.unroll_length, updates_per_call,
-                                        judged)
+        state = topology.place_replicated(agent.init(jax.random.key(seed), example), mesh)
+        runner = topology.place_runner(actor.init_runner(
+            agent, e, key_streams.runner_key(seed), ac.num_envs, len(judged)), mesh)
+        update = update_program.make_update_fn(agent, e, mesh, ac.unroll_length,
+                                               updates_per_call, judged)
         if act_only:
             update = _act_only_fn(agent, e, mesh, ac.unroll_length, updates_per_call, judged)
     t0 = time.perf_counter()
@@ -118,17 +118,17 @@ def _act_only_fn(agent, env, mesh, T: int, k: int, metrics=()):
     import jax
     from jax.sharding import PartitionSpec as P
 
-    from anakin import runtime
+    from anakin import actor, topology
 
     def per_device(state, runner):
         def body(r, _):
-            r, ro, eps = runtime.rollout(agent, env, agent.actor_params(state), r, T, metrics)
+            r, ro, eps = actor.rollout(agent, env, agent.actor_params(state), r, T, metrics)
             return r, (ro.reward.sum(), eps)
         runner, (total, eps) = jax.lax.scan(body, runner, None, length=k)
         eps = jax.tree.map(lambda x: x.reshape((k * T, *x.shape[2:])), eps)
-        return state, runner, {"reward": jax.lax.psum(total.sum(), runtime.AXIS)}, eps
-    return jax.jit(jax.shard_map(per_device, mesh=mesh, in_specs=(P(), P(runtime.AXIS)),
-                                 out_specs=(P(), P(runtime.AXIS), P(), P(None, runtime.AXIS)),
+        return state, runner, {"reward": jax.lax.psum(total.sum(), topology.AXIS)}, eps
+    return jax.jit(jax.shard_map(per_device, mesh=mesh, in_specs=(P(), P(topology.AXIS)),
+                                 out_specs=(P(), P(topology.AXIS), P(), P(None, topology.AXIS)),
                                  check_vma=False), donate_argnums=1)
 
 

@@ -5,7 +5,7 @@ runtime makes it.
 (agents/builders.py): env columns per learner device, T, learner devices, processes, and
 whether the data is on-policy. Each runtime produces it from its own config and the process
 count it knows (`sebulba.runtime_config.RuntimeConfig.batch_shape`,
-`anakin.runtime.AnakinConfig.batch_shape`), so an agent never reads a runtime's fields.
+`anakin.runtime_config.AnakinConfig.batch_shape`), so an agent never reads a runtime's fields.
 `UpdatePlan` is the update-count rule both runtimes share: how many updates a fresh or resumed
 run makes of `total_env_steps`.
 """

@@ -1,5 +1,5 @@
 """The non-finite guard both runtimes run inside their compiled update (sebulba/learner.py,
-anakin/runtime.py): an update whose new learner state is not finite is skipped, on every
+anakin/learner.py): an update whose new learner state is not finite is skipped, on every
 device alike, and flagged in the metrics for the loop to count (podracer/ledger.py)."""
 from __future__ import annotations
 

@@ -120,8 +120,8 @@ def train(agent: Agent, make_env: Callable[[int, int], Any], rc: RuntimeConfig,
     learn = make_learn_fn(agent, topo, packer)
     lifetime = Lifetime()
     params = ParamsSource(list(topo.actor_devices), lifetime, rc.stall_warning_s)
-    loop = _LearnerLoop(rc, plan, logger, lifetime, [], topo, state, resume, packer,
-                        checkpointer, on_update, tuple(episode_metrics))
+    loop = _HostLoop(rc, plan, logger, lifetime, [], topo, state, resume, packer,
+                     checkpointer, on_update, tuple(episode_metrics))
     if example_obs is not None and loop.updates < loop.end_update:
         # Compile the learner while the actors start and compile (never for a run with
         # nothing left to do: a compile still running at interpreter exit aborts it).
@@ -225,7 +225,7 @@ def _start_actors(agent, make_env, rc, topo: Topology, params, lifetime, hook,
     return actors, queues
 
 
-class _LearnerLoop:
+class _HostLoop:
     """Consumes one rollout per actor thread per update; logs stage timings and lag.
 
     `snapshot` is the newest complete update; the loop replaces it with one assignment when an

@@ -7,7 +7,7 @@ default and comment live in one place: that dataclass.
 """
 import ml_collections
 
-from anakin.runtime import AnakinConfig
+from anakin.runtime_config import AnakinConfig
 from experiments.wiring.run_config import RunConfig
 from networks import NetworkConfig
 from podracer.distributed import DistributedConfig
@@ -30,7 +30,7 @@ def runtime_fields(config: ml_collections.ConfigDict) -> None:
 
 
 def anakin_fields(config: ml_collections.ConfigDict) -> None:
-    """The Anakin runtime's own top-level fields (anakin.runtime.AnakinConfig), for a config
+    """The Anakin runtime's own top-level fields (anakin.runtime_config.AnakinConfig), for a config
     that runs on it; the fields both runtimes read (seed, num_envs, unroll_length, ...) come
     from `runtime_fields`."""
     for key, value in config_dict(AnakinConfig()).items():

@@ -4,7 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from anakin import envs, host_games, runtime
+from anakin import actor, envs, host_games
 from anakin import episode_metrics as game_metrics
 from podracer.episode_metrics import EpisodeAccumulator, parse
 
@@ -61,8 +61,8 @@ def test_rollout_carries_the_metrics_of_each_game():
     agent = ppo.make_agent(small_network(env.action_space), ppo.PPOConfig(correction="none"), num_updates=1)
     example = jax.tree.map(lambda x: x[None], env.reset(jax.random.key(0)).obs)
     state = agent.init(jax.random.key(1), example)
-    runner = runtime.init_runner(agent, env, jax.random.key(2), 2, len(metrics))
-    run = jax.jit(lambda s, r: runtime.rollout(agent, env, agent.actor_params(s), r, 12,
+    runner = actor.init_runner(agent, env, jax.random.key(2), 2, len(metrics))
+    run = jax.jit(lambda s, r: actor.rollout(agent, env, agent.actor_params(s), r, 12,
                                                metrics))
     runner, _, eps = run(state, runner)
     games = host_games.local_episodes(eps)[0]

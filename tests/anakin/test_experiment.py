@@ -73,7 +73,7 @@ def test_host_env_hooks_are_refused_naming_them(ppo_gymnax_config, hook):
 
 def test_anakin_fields_have_a_schema(ppo_gymnax_config):
     from experiments import wiring
-    from anakin.runtime import AnakinConfig
+    from anakin.runtime_config import AnakinConfig
     s = wiring.read(ppo_gymnax_config(updates_per_call=3), devices=False)
     assert isinstance(s.runtime, AnakinConfig) and s.runtime.updates_per_call == 3
     assert s.shape.on_policy and s.shape.batch_envs == 64

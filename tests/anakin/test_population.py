@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import agents.ppo as ppo
-from anakin import envs, population, runtime
+from anakin import actor, envs, key_streams, population, topology, update_program
 from experiments import train
 from podracer import checkpoint
 from podracer.validation import ConfigError
@@ -35,14 +35,14 @@ def _env():
 
 @functools.lru_cache(maxsize=None)
 def _single_program(devices: tuple[int, ...], lr: float, axis: str):
-    """A single run's agent, mesh and compiled update (anakin/runtime.py, as loop.py builds
+    """A single run's agent, mesh and compiled update (anakin/update_program.py, as loop.py builds
     them) on `devices` with learning rate `lr` and minibatches over `axis`: compiled once, run
     for each seed."""
     env = _env()
     agent = ppo.make_agent(_net(env), dataclasses.replace(CFG, learning_rate=lr,
                                                           minibatch_axis=axis), 10)
-    mesh = runtime.make_mesh(devices)
-    return env, agent, mesh, runtime.make_update_fn(agent, env, mesh, T)
+    mesh = topology.make_mesh(devices)
+    return env, agent, mesh, update_program.make_update_fn(agent, env, mesh, T)
 
 
 @functools.lru_cache(maxsize=None)
@@ -50,9 +50,9 @@ def _single(devices: tuple[int, ...], seed: int, lr: float, updates: int, axis: 
     """A single run's learner state (on the host) after `updates` updates, one per call."""
     env, agent, mesh, update = _single_program(devices, lr, axis)
     example = jax.tree.map(lambda x: x[None], env.reset(jax.random.key(0)).obs)
-    state = runtime.place_replicated(agent.init(jax.random.key(seed), example), mesh)
-    runner = runtime.place_runner(
-        runtime.init_runner(agent, env, runtime.runner_key(seed, 0), B), mesh)
+    state = topology.place_replicated(agent.init(jax.random.key(seed), example), mesh)
+    runner = topology.place_runner(
+        actor.init_runner(agent, env, key_streams.runner_key(seed, 0), B), mesh)
     for _ in range(updates):
         state, runner, _, _ = update(state, runner)
     return jax.device_get(state)
@@ -63,7 +63,7 @@ def _net(env):
 
 
 # (devices, updates_per_call K, the call lengths of the population's 3 updates). K > 1 is the
-# fused program every run uses by default (K = 16: runtime.fused_rounds, a call of n <= K
+# fused program every run uses by default (K = 16: update_program.fused_rounds, a call of n <= K
 # updates), here with calls of 2 then 1 update; the single runs it is compared with run one
 # update per call (K = 1) on the same devices.
 @pytest.mark.parametrize("devices,updates_per_call,calls,axis", [
@@ -88,7 +88,7 @@ def test_each_member_learns_what_a_single_run_of_its_seed_and_setting_learns(
 
     pop = population.Population(make_agent, tuple(s for _ in lrs for s in seeds),
                                 {"learning_rate": np.asarray([lr for lr in lrs for _ in seeds])})
-    mesh = runtime.make_mesh(devices)
+    mesh = topology.make_mesh(devices)
     example = jax.tree.map(lambda x: x[None], env.reset(jax.random.key(0)).obs)
     states, runners = population.place(*population.init(pop, env, example, 0, B), mesh)
     update = population.make_update_fn(pop, env, mesh, T, updates_per_call)
@@ -246,7 +246,7 @@ def test_the_population_resumes_whole_from_its_checkpoint(population_run, tmp_pa
     """One checkpoint holds the whole population; --config.resume continues every member from
     it. Not as an unbroken run would: a checkpoint holds the learner states (parameters,
     optimiser state), counters and episode windows, not the envs, and a resumed run starts
-    fresh env streams (runtime.runner_key(seed, update); anakin/loop.py). So the test is what
+    fresh env streams (key_streams.runner_key(seed, update); anakin/loop.py). So the test is what
     resume promises: the saved states are the run's, and the resumed updates are those of the
     saved states on fresh streams (with the learning-rate schedule re-stretched from the
     checkpoint's rate to the new end, agents/schedules.py), each member with its own setting."""
@@ -282,7 +282,7 @@ def test_the_population_resumes_whole_from_its_checkpoint(population_run, tmp_pa
     pop = anakin_population.population(sections.spec, sections.agent,
                                        wiring.build_network(sections, env.action_space),
                                        sections.shape, horizon, sections.members)
-    mesh = runtime.make_mesh(ac.learner_device_ids)
+    mesh = topology.make_mesh(ac.learner_device_ids)
     example = jax.tree.map(lambda x: x[None], env.reset(jax.random.key(0)).obs)
     _, runners = population.init(pop, env, example, 2, ac.num_envs)
     states, runners = population.place(saved.learner_state, runners, mesh)

@@ -1,4 +1,5 @@
-"""The Anakin runtime (anakin/runtime.py) with the project's own PPO agent, unchanged.
+"""The Anakin runtime (anakin/update_program.py, actor.py, learner.py) with the project's own
+PPO agent, unchanged.
 
 - Its rollouts are Sebulba Rollouts: the same learner step gives the same update under both
   runtimes (Sebulba's make_learn_fn over a Topology vs Anakin's learner part).
@@ -15,7 +16,7 @@ import numpy as np
 import pytest
 
 import agents.ppo as ppo
-from anakin import envs, host_games, runtime
+from anakin import actor, envs, host_games, learner, topology, update_program
 from sebulba.learner import make_learn_fn as sebulba_learn_fn
 from sebulba.learner import place_learner_state
 from sebulba.topology import make_topology
@@ -43,10 +44,10 @@ def _init(agent, env):
 def _updates(agent, env, n_devices, n_updates=2, updates_per_call=1, lengths=None):
     """`n_updates` calls of the update program (or one call per entry of `lengths`, each
     running that many of the fused program's rounds)."""
-    mesh = runtime.make_mesh(tuple(range(n_devices)))
-    state = runtime.place_replicated(_init(agent, env), mesh)
-    runner = runtime.place_runner(runtime.init_runner(agent, env, jax.random.key(7), B), mesh)
-    update = runtime.make_update_fn(agent, env, mesh, T, updates_per_call)
+    mesh = topology.make_mesh(tuple(range(n_devices)))
+    state = topology.place_replicated(_init(agent, env), mesh)
+    runner = topology.place_runner(actor.init_runner(agent, env, jax.random.key(7), B), mesh)
+    update = update_program.make_update_fn(agent, env, mesh, T, updates_per_call)
     out = []
     for n in lengths or [None] * n_updates:
         kwargs = {} if n is None else {"n": n}
@@ -62,8 +63,8 @@ def _close(a, b, rtol=2e-5, atol=1e-6):
 def test_same_update_under_both_runtimes():
     agent, env = _agent()
     state = _init(agent, env)
-    runner = runtime.init_runner(agent, env, jax.random.key(3), B)
-    _, ro, _ = jax.jit(lambda s, r: runtime.rollout(agent, env, agent.actor_params(s), r, T))(
+    runner = actor.init_runner(agent, env, jax.random.key(3), B)
+    _, ro, _ = jax.jit(lambda s, r: actor.rollout(agent, env, agent.actor_params(s), r, T))(
         state, runner)
     assert ro.obs.shape == (T + 1, B, 4) and ro.action.shape == (T, B)
     assert set(ro.extras) == {"logp", "policy", "value"}
@@ -72,9 +73,9 @@ def test_same_update_under_both_runtimes():
     # Sebulba's learner donates its state: it gets its own copy (the same init).
     s_state, s_metrics = sebulba_learn_fn(agent, topo)(
         place_learner_state(_init(agent, env), topo), (jax.device_put(ro, topo.batch_sharded()),))
-    mesh = runtime.make_mesh((0, 1))
-    a_state, a_metrics = runtime.make_learn_fn(agent, mesh)(
-        runtime.place_replicated(state, mesh), ro)
+    mesh = topology.make_mesh((0, 1))
+    a_state, a_metrics = learner.make_learn_fn(agent, mesh)(
+        topology.place_replicated(state, mesh), ro)
     moved = max(float(np.abs(a - b).max()) for a, b in zip(
         jax.tree.leaves(a_state.params), jax.tree.leaves(state.params)))
     assert moved > 1e-4
@@ -116,8 +117,8 @@ def test_rollout_flags_and_true_episode_returns():
     valid is False exactly after a terminated/truncated step; reset steps pay 0."""
     agent, env = _agent()
     state = _init(agent, env)
-    runner = runtime.init_runner(agent, env, jax.random.key(5), B)
-    _, ro, eps = jax.jit(lambda s, r: runtime.rollout(agent, env, agent.actor_params(s), r,
+    runner = actor.init_runner(agent, env, jax.random.key(5), B)
+    _, ro, eps = jax.jit(lambda s, r: actor.rollout(agent, env, agent.actor_params(s), r,
                                                       3 * T))(state, runner)
     ro, eps = jax.device_get((ro, eps))
     done = ro.terminated | ro.truncated
@@ -178,8 +179,8 @@ def test_recurrent_core_state_matches_what_the_actor_used():
     net = _network(env, lstm=1)
     state = _init(agent, env)
     ap = agent.actor_params(state)
-    run = jax.jit(lambda r: runtime.rollout(agent, env, ap, r, T))
-    runner, _, _ = run(runtime.init_runner(agent, env, jax.random.key(2), B))
+    run = jax.jit(lambda r: actor.rollout(agent, env, ap, r, T))
+    runner, _, _ = run(actor.init_runner(agent, env, jax.random.key(2), B))
     _, ro, _ = run(runner)
     assert float(np.abs(np.asarray(jax.tree.leaves(ro.core_state)[0])).max()) > 1e-3
     assert not bool(ro.valid.all())
@@ -197,15 +198,15 @@ def test_a_fused_calls_games_are_read_from_the_rounds_it_ran_only():
     over = np.zeros((4, 2, 3), bool)
     ret, length = np.arange(24.0).reshape(4, 2, 3), np.ones((4, 2, 3), np.int32)
     over[0, 1, 2] = over[1, 0, 0] = over[3, 0, 0] = True  # round 3 did not run
-    record = runtime.Episodes(over, ret, length)
+    record = actor.Episodes(over, ret, length)
     assert host_games.local_episodes(record, 2) == [[(5.0, 1)], [(6.0, 1)]]
     assert len(host_games.local_episodes(record)) == 4
-    assert host_games.local_episodes(runtime.Episodes(over[0], ret[0], length[0])) == [[(5.0, 1)]]
-    members = runtime.Episodes(over[:, None].repeat(2, 1), ret[:, None].repeat(2, 1),
+    assert host_games.local_episodes(actor.Episodes(over[0], ret[0], length[0])) == [[(5.0, 1)]]
+    members = actor.Episodes(over[:, None].repeat(2, 1), ret[:, None].repeat(2, 1),
                                length[:, None].repeat(2, 1))  # [K, M=2, T, B]
     assert population.local_episodes(members, 2, 3) == [[[(5.0, 1)]] * 2, [[(6.0, 1)]] * 2,
                                                         [[], []]]
-    one = runtime.Episodes(*(x[0] for x in members[:3]))  # one update's record [M, T, B]
+    one = actor.Episodes(*(x[0] for x in members[:3]))  # one update's record [M, T, B]
     assert population.local_episodes(one, 2) == [[[(5.0, 1)]] * 2]
 
 
@@ -215,7 +216,7 @@ def test_on_an_accelerator_the_skipped_rounds_are_sliced_off_before_the_copy(mon
     the games read are those of the CPU path."""
     over = np.zeros((4, 2, 3), bool)
     over[0, 1, 2] = over[3, 0, 0] = True
-    record = runtime.Episodes(jnp.asarray(over), jnp.arange(24.0).reshape(4, 2, 3),
+    record = actor.Episodes(jnp.asarray(over), jnp.arange(24.0).reshape(4, 2, 3),
                               jnp.ones((4, 2, 3), jnp.int32))
     on_cpu = host_games.local_episodes(record, 2)
     sliced = []

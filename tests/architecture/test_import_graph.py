@@ -59,7 +59,7 @@ def test_the_graph_is_read():
     assert "sebulba.runner" in graph and "experiments.wiring.run" in graph
     assert "sebulba.runner" in graph["experiments.wiring.drivers.sebulba"]
     assert "anakin.loop" in graph["experiments.wiring.drivers.anakin"]
-    assert "podracer.agent" in graph["agents.impala"] and "podracer.agent" in graph["anakin.runtime"]
+    assert "podracer.agent" in graph["agents.impala"] and "podracer.agent" in graph["anakin.actor"]
     assert "scripts.analysis.rundir" in graph["scripts.plot"]
     assert "benchmarks.harness.measures" in graph["benchmarks.throughput"]
 

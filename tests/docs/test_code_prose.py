@@ -49,7 +49,7 @@ ENTRY_POINTS = {  # file -> function or class whose docstring documents its argu
     "experiments/wiring/sections.py": "read",
     "sebulba/runner.py": "train",
     "anakin/loop.py": "train",
-    "anakin/runtime.py": "make_update_fn",
+    "anakin/update_program.py": "make_update_fn",
     "agents/builders.py": "AgentSpec",
 }
 

@@ -7,7 +7,8 @@ import jax
 import numpy as np
 import pytest
 
-from anakin import runtime
+from anakin import learner, topology
+from podracer.agent import Rollout
 from experiments import train, wiring
 from experiments.configs import impala_classic
 from podracer import legal
@@ -61,7 +62,7 @@ def test_sebulba_stops_on_a_mask_that_allows_nothing_and_runs_when_allowed(tmp_p
 
 
 def test_anakin_counts_the_steps_acted_on_a_mask_that_allows_nothing():
-    """The learner part both runtimes share (anakin/runtime.learn, sebulba/learner.py):
+    """The learner part both runtimes share (anakin/learner.learn, sebulba/learner.py):
     the count covers the steps the env acted on (valid) only, over every device."""
     from tests.helpers import small_network
     from agents import impala
@@ -75,13 +76,13 @@ def test_anakin_counts_the_steps_acted_on_a_mask_that_allows_nothing():
     flags[1, 0] = flags[2, 3] = flags[3, 1] = True
     valid = np.ones((T, B), bool)
     valid[3, 1] = False  # a reset step: its action is ignored, not counted
-    ro = runtime.Rollout(obs=obs, action=np.zeros((T, B), np.int32),
+    ro = Rollout(obs=obs, action=np.zeros((T, B), np.int32),
                          reward=np.zeros((T, B), np.float32),
                          terminated=np.zeros((T, B), bool), truncated=np.zeros((T, B), bool),
                          valid=valid, extras={"logp": np.full((T, B), -1.1, np.float32),
                                               legal.NO_LEGAL: flags}, core_state=None)
-    mesh = runtime.make_mesh((0, 1))
-    _, metrics = runtime.make_learn_fn(agent, mesh)(state, ro)
+    mesh = topology.make_mesh((0, 1))
+    _, metrics = learner.make_learn_fn(agent, mesh)(state, ro)
     assert float(metrics[legal.METRIC]) == 2.0
 
 

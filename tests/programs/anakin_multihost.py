@@ -16,7 +16,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspa
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
-from anakin import runtime  # noqa: E402
+from anakin import key_streams  # noqa: E402
 from experiments import train, wiring  # noqa: E402
 from tests.multihost import config_path, param_checksums  # noqa: E402
 
@@ -32,7 +32,7 @@ def main(config):
                 time.sleep(lag)
         train.run(config, on_update=on_update)
     # This process's env streams (after joining, process_index is this rank's).
-    key = runtime.runner_key(config.seed)
+    key = key_streams.runner_key(config.seed)
     rank = config.distributed.process_id
     with open(os.path.join(config.run_dir, f"first-obs-p{rank}.txt"), "w") as f:
         f.write(hashlib.sha256(np.asarray(jax.random.key_data(key)).tobytes()).hexdigest())

@@ -219,9 +219,9 @@ def test_evaluation_seeds_are_disjoint_from_trainings(monkeypatch):
     envs_per_thread = 2**16
     assert highest + envs_per_thread < EVAL_SEED
     assert EVAL_SEED + 2**19 + envs_per_thread < 2**31  # int32, as EnvPool needs
-    from anakin import runtime
+    from anakin import key_streams
     n = 8
-    train_keys = jax.random.split(runtime.runner_key(EVAL_SEED, 0), n)
+    train_keys = jax.random.split(key_streams.runner_key(EVAL_SEED, 0), n)
     eval_keys = jax.random.split(jax.random.key(EVAL_SEED), n)
     trained = {tuple(np.asarray(jax.random.key_data(k)).tolist()) for k in train_keys}
     played = {tuple(np.asarray(jax.random.key_data(k)).tolist()) for k in eval_keys}

@@ -1,9 +1,9 @@
 """The Anakin runtime as the wiring drives it (experiments/wiring/drivers/protocol.py's
 `Driver`): a JAX-native env named by `env.name` (anakin/envs.py, made by
 experiments/wiring/jax_envs.py), acting, env steps and learning compiled into one program per
-update (anakin/runtime.py, loop.py).
+update (anakin/update_program.py, loop.py).
 
-Its section is `AnakinConfig` (anakin/runtime.py): the top-level fields it reads, with
+Its section is `AnakinConfig` (anakin/runtime_config.py): the top-level fields it reads, with
 `learner_device_ids` the devices (each acts, steps its envs and learns) and `num_envs` the
 environments per process, split evenly over them; the Sebulba-only fields (`actor_device_ids`,
 `num_actor_threads`, `queue_size`, `actor_overlap`, `synchronous`, ...) do not apply, and the
@@ -16,7 +16,7 @@ import jax
 import ml_collections
 
 from anakin import envs as anakin_envs
-from anakin import evaluation, loop, runtime
+from anakin import evaluation, loop, runtime_config, topology
 from experiments.wiring import members
 from experiments.wiring.drivers import anakin_population
 from experiments.wiring.drivers.protocol import RuntimeSection, Started
@@ -42,10 +42,10 @@ class AnakinRuntime:
             raise ConfigError(f"env.workers={section.workers}: worker processes step Python "
                               f"envs under runtime='sebulba'; Anakin steps its JAX env on the "
                               f"devices: set env.workers=0.")
-        return RuntimeSection(read_section(runtime.AnakinConfig, config, "", whole=False),
+        return RuntimeSection(read_section(runtime_config.AnakinConfig, config, "", whole=False),
                               read_section(EnvSection, section, "env", whole=False))
 
-    def read_members(self, config, ac: runtime.AnakinConfig, agent_cfg, run):
+    def read_members(self, config, ac: runtime_config.AnakinConfig, agent_cfg, run):
         """`num_seeds` x the settings of `vary` (experiments/wiring/members.py), or None."""
         vary = members.parse_vary(ac.vary)
         if ac.num_seeds == 1 and not vary:
@@ -71,9 +71,9 @@ class AnakinRuntime:
         if not joins_a_job:
             make_env(env)
 
-    def check_devices(self, ac: runtime.AnakinConfig):
+    def check_devices(self, ac: runtime_config.AnakinConfig):
         try:
-            return runtime.make_mesh(ac.learner_device_ids)
+            return topology.make_mesh(ac.learner_device_ids)
         except ValueError as e:
             raise ConfigError(f"learner_device_ids={list(ac.learner_device_ids)}: {e}") from None
 

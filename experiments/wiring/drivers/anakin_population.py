@@ -14,7 +14,7 @@ import ml_collections
 import numpy as np
 
 from anakin import population as anakin_population
-from anakin import runtime
+from anakin import topology
 from anakin.population import Population
 from experiments.wiring.members import Member
 from podracer.schema import read_section
@@ -60,7 +60,7 @@ def population(spec, agent_cfg: Any, network, shape, horizon, all_members: list[
 def check_traceable(pop: Population, env, example_obs, ac) -> None:
     """Traces (does not run) one update of the population with one varied field at a time: a
     field the agent uses as a shape or in a Python branch fails to trace, and is refused."""
-    mesh = runtime.make_mesh(ac.learner_device_ids, processes=False)
+    mesh = topology.make_mesh(ac.learner_device_ids, processes=False)
     for name in pop.hparams:
         one = dataclasses.replace(pop, hparams={name: pop.hparams[name]})
         try:

@@ -162,7 +162,7 @@ def test_the_masked_policy_plays_legal_moves_only(agent_name, mask_key):
     moves, are all legal, for PPO and IMPALA; without it (""), the same untrained policy plays
     illegal ones, so the check can fail. Observation normalisation on: the mask must reach
     the head as 0/1."""
-    from anakin import runtime
+    from anakin import actor, key_streams
     from experiments import wiring
     from experiments.configs import impala_classic, ppo_gymnax
     env = envs.make_env("jumanji:Game2048-v1")
@@ -174,8 +174,8 @@ def test_the_masked_policy_plays_legal_moves_only(agent_name, mask_key):
     assert network.action_mask_key == ("action_mask" if mask_key else "")
     example = jax.tree.map(lambda x: x[None], env.reset(jax.random.key(0)).obs)
     state = agent.init(jax.random.key(0), example)
-    runner = runtime.init_runner(agent, env, runtime.runner_key(0), 16)
-    _, ro, _ = jax.jit(lambda p, r: runtime.rollout(agent, env, p, r, 64))(
+    runner = actor.init_runner(agent, env, key_streams.runner_key(0), 16)
+    _, ro, _ = jax.jit(lambda p, r: actor.rollout(agent, env, p, r, 64))(
         agent.actor_params(state), runner)
     masks, actions, valid = (np.asarray(x) for x in (ro.obs["action_mask"][:-1], ro.action,
                                                      ro.valid))
