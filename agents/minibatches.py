@@ -15,19 +15,27 @@ import jax.numpy as jnp
 
 def random_permutation(key: jax.Array, n: int) -> jax.Array:
     """A random permutation of range(n) (int32 [n]) by the method of
-    `jax.random.permutation`: rounds of sorting by random keys, with at least as many random
-    key bits in all (3 log2 n, jax's rule), so it departs from uniform no more than jax's.
+    `jax.random.permutation`: rounds of a stable sort by random keys, with at least as many
+    random key bits in all (3 log2 n, jax's rule), so it departs from uniform no more than
+    jax's.
+
+    Args:
+      key: the PRNG key of the draw.
+      n: the number of elements (static).
+
+    Returns:
+      int32 [n], each of 0..n-1 once.
 
     Written here because XLA:CPU sorts a key-value pair (jax's `sort_key_val`) through a
     comparator call per comparison, but one uint32 array with a native comparison: each round
-    packs the random key into the high bits and the element into the low bits of one uint32
-    and sorts that. 33 us against 68 us for n = 512 (PPO's CartPole epoch), 0.89 ms against
-    3.0 ms for n = 8,192 (MinAtar's), inside a scan on this project's 2-core CPU
-    (docs/journal/2026-12-03-anakin-beside-purejaxrl-how-it-got-there.md,
-    "The minibatch permutation, and one vector of metrics"). Equal keys
-    within a round order their elements by value (jax's stable sort: by position); either way
-    a fixed rule, made rare by the key bits. Beyond 2**24 elements the keys would be too
-    short: jax's own sort then.
+    packs the random key into the high bits and the *position* in the current order into the
+    low bits of one uint32, sorts that (ties in the key keep their current order, as jax's
+    stable sort does) and reorders by the positions it reads back. The rounds then act as the
+    digits of one long key (a least-significant-digit radix sort), which is what makes several
+    rounds as good as one sort by 3 log2 n random bits. (Packing the element instead of its
+    position broke ties by value, so rounds after the first added nothing: at n = 2**16 and
+    more, far from uniform.) Timing beside jax's: benchmarks/permutation.py, docs/benchmarks.md.
+    Beyond 2**24 elements the keys would be too short: jax's own sort then.
     """
     if n <= 1:
         return jnp.arange(n, dtype=jnp.int32)
@@ -36,11 +44,14 @@ def random_permutation(key: jax.Array, n: int) -> jax.Array:
     if key_bits < 8:
         return jax.random.permutation(key, n).astype(jnp.int32)
     rounds = math.ceil(3 * math.log2(n) / key_bits)
-    perm = jnp.arange(n, dtype=jnp.uint32)
+    positions = jnp.arange(n, dtype=jnp.uint32)
+    low = jnp.uint32((1 << index_bits) - 1)
+    perm = None
     for round_key in jax.random.split(key, rounds):
         high = jax.random.bits(round_key, (n,), jnp.uint32) >> index_bits << index_bits
-        perm = jnp.sort(high | perm) & jnp.uint32((1 << index_bits) - 1)
-    return perm.astype(jnp.int32)
+        order = (jnp.sort(high | positions) & low).astype(jnp.int32)
+        perm = order if perm is None else perm[order]
+    return perm
 
 
 def require_divisible(num_minibatches: int, per_learner: int, what: str = "environments"
