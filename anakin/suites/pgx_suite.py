@@ -13,7 +13,7 @@ Checked with pgx 2.6.0 on jax 0.10.2. The suite's conventions and how they are m
   after a fixed number of moves as a rule, reported as terminated, and kept so). Some MinAtar
   games need not end at all: the adapter's option `max_steps` (default 10_000, counted in the
   agent's moves) ends an episode with truncated=True. pgx's own `truncated`, should a version
-  set it, is reported as truncated too.
+  set it, is reported as truncated too, and ends the opponents' replies (on their turn too).
 - Players: single-player ids ("2048", "minatar-*") map directly. In a game of N >= 2 players
   the agent plays one seat against a fixed opponent policy inside `transition`: the agent's
   move, then the other players' moves until it is the agent's turn again or the game ends.
@@ -128,13 +128,14 @@ class PgxEnv:
 
     def _opponents(self, key, state, agent):
         """The other players' random legal moves until it is `agent`'s turn or the game is
-        over; (state, the agent's reward summed over them)."""
+        over (terminated or truncated: pgx steps a finished state into itself, so the turn
+        would never come back); (state, the agent's reward summed over them)."""
         if self.num_players == 1:
             return state, jnp.zeros((), jnp.float32)
 
         def pending(carry):
             state, _, _ = carry
-            return ~state.terminated & (state.current_player != agent)
+            return ~state.terminated & ~state.truncated & (state.current_player != agent)
 
         def move(carry):
             state, reward, key = carry

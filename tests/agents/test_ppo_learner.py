@@ -151,3 +151,72 @@ def test_minibatches_must_split_the_local_envs():
     with pytest.raises(ValueError, match=rf"agent\.num_minibatches=3 must divide the {B} "
                                          rf"environments each learner device holds"):
         _learn_once(cfg, (0,), _rollout())
+
+
+def _reference_loss_terms(cfg: ppo.PPOConfig, rollout: Rollout, head: str, idx: np.ndarray):
+    """The PPO loss of one SGD step at the initial parameters on the flat steps `idx` (indices
+    into the [T * B] steps, t-major), from the equations: GAE from the NumPy references
+    (tests/agents/returns_reference.py, bootstrapping from V(final obs) on truncation),
+    advantages normalised over the minibatch's valid steps, Schulman et al.'s clipped
+    surrogate (eq. 7), the clipped value loss and the entropy bonus (eq. 9), each a mean over
+    the valid steps. Float64 NumPy, none of the learner's code."""
+    from tests.agents.returns_reference import ref_fold_truncation, ref_gae
+    net = head_network(head)
+    params = ppo.make_agent(net, cfg, num_updates=10, batch_envs=B).init(
+        jax.random.key(0), rollout.obs[0]).params
+    # [T + 1, B]: the bootstrap value V(obs_T) too (the network takes a batch of observations).
+    pi, v = net.apply(params, np.asarray(rollout.obs).reshape((T + 1) * B, OBS))
+    pi = jax.tree.map(lambda x: x.reshape((T + 1, B) + x.shape[1:]), pi)
+    v = np.asarray(v, np.float64).reshape(T + 1, B)
+    logp = np.asarray(net.dist.log_prob(jax.tree.map(lambda x: x[:-1], pi), rollout.action),
+                      np.float64)
+    entropy = np.asarray(net.dist.entropy(jax.tree.map(lambda x: x[:-1], pi)), np.float64)
+    old_logp = np.asarray(rollout.extras["logp"], np.float64)
+    old_v = np.asarray(np.concatenate([rollout.extras["value"], v[-1:]]), np.float64)
+    reward, term, trunc = (np.asarray(x) for x in (rollout.reward, rollout.terminated,
+                                                   rollout.truncated))
+    adv, target = np.zeros((T, B)), np.zeros((T, B))
+    for b in range(B):  # GAE on the behaviour values (on-policy: correction "none")
+        r, disc = ref_fold_truncation(reward[:, b], old_v[1:, b], term[:, b], trunc[:, b],
+                                      cfg.discount)
+        adv[:, b] = ref_gae(r, disc, old_v[:-1, b], old_v[1:, b], cfg.gae_lambda)
+        target[:, b] = adv[:, b] + old_v[:-1, b]
+    flat = lambda x: x.reshape(-1)[idx]  # noqa: E731
+    valid = flat(np.asarray(rollout.valid))
+    a = flat(adv)[valid]
+    a = (a - a.mean()) / (a.std() + 1e-8)
+    ratio = np.exp(flat(logp)[valid] - flat(old_logp)[valid])
+    eps = cfg.clip_eps
+    policy = -np.mean(np.minimum(ratio * a, np.clip(ratio, 1 - eps, 1 + eps) * a))
+    value_now, value_old, g = flat(v[:-1])[valid], flat(old_v[:-1])[valid], flat(target)[valid]
+    clipped = value_old + np.clip(value_now - value_old, -cfg.value_clip_eps, cfg.value_clip_eps)
+    value = 0.5 * np.mean(np.maximum((value_now - g) ** 2, (clipped - g) ** 2))
+    ent = np.mean(flat(entropy)[valid])
+    return {"loss/policy": policy, "loss/value": value, "policy/entropy": ent,
+            "loss/total": policy + cfg.value_cost * value - cfg.entropy_cost * ent,
+            "policy/clip_frac": np.mean(np.abs(ratio - 1) > eps),
+            "policy/approx_kl": np.mean((ratio - 1) - np.log(ratio))}
+
+
+@pytest.mark.parametrize("head", ["discrete", "tanh"])
+def test_sample_minibatches_with_reset_steps_match_the_equations(head):
+    """minibatch_axis="sample" on a rollout with episode ends and their reset steps
+    (valid=False, garbage that must not count), against an independent reference: with one
+    minibatch and one epoch the logged step is the loss at the initial parameters on every
+    valid step; with two minibatches, the first SGD step's clip fraction and approx KL are
+    those of the first minibatch's valid steps (shuffle off: the even flat steps)."""
+    rollout = _rollout(4, head)
+    assert 0 < int(np.sum(~np.asarray(rollout.valid))) < T * B // 2
+    cfg = dataclasses.replace(BASE, minibatch_axis="sample", num_epochs=1, num_minibatches=1,
+                              reward_clip=0.0, value_clip_eps=0.2, clip_eps=0.2)
+    _, metrics = _learn_once(cfg, (0,), rollout, head)
+    expected = _reference_loss_terms(cfg, rollout, head, np.arange(T * B))
+    for k, want in expected.items():
+        np.testing.assert_allclose(metrics[k], want, rtol=2e-4, atol=2e-6, err_msg=k)
+    two = dataclasses.replace(cfg, num_minibatches=2)
+    _, metrics = _learn_once(two, (0,), rollout, head)
+    first = _reference_loss_terms(two, rollout, head, np.arange(0, T * B, 2))
+    np.testing.assert_allclose(metrics["ppo/first_minibatch_clip_frac"],
+                               first["policy/clip_frac"], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(metrics["ppo/first_minibatch_approx_kl"],
+                               first["policy/approx_kl"], rtol=2e-4, atol=2e-6)

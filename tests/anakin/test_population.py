@@ -47,7 +47,8 @@ def _single_program(devices: tuple[int, ...], lr: float, axis: str):
 
 @functools.lru_cache(maxsize=None)
 def _single(devices: tuple[int, ...], seed: int, lr: float, updates: int, axis: str):
-    """A single run's learner state (on the host) after `updates` updates, one per call."""
+    """A single run's learner state and env runner (on the host) after `updates` updates, one
+    per call."""
     env, agent, mesh, update = _single_program(devices, lr, axis)
     example = jax.tree.map(lambda x: x[None], env.reset(jax.random.key(0)).obs)
     state = topology.place_replicated(agent.init(jax.random.key(seed), example), mesh)
@@ -55,7 +56,16 @@ def _single(devices: tuple[int, ...], seed: int, lr: float, updates: int, axis: 
         actor.init_runner(agent, env, key_streams.runner_key(seed, 0), B), mesh)
     for _ in range(updates):
         state, runner, _, _ = update(state, runner)
-    return jax.device_get(state)
+    return jax.device_get((state, runner))
+
+
+def _close(a, b):
+    """Floats within the tolerance of a batched program (XLA may fuse it differently); the
+    rest (counters, flags, key data) equal."""
+    if np.issubdtype(np.asarray(a).dtype, np.floating):
+        np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-6)
+    else:
+        np.testing.assert_array_equal(a, b)
 
 
 def _net(env):
@@ -97,7 +107,7 @@ def test_each_member_learns_what_a_single_run_of_its_seed_and_setting_learns(
             states, runners, metrics, _ = update(pop.stacked_hparams(), states, runners)
         else:
             states, runners, metrics, _ = update(pop.stacked_hparams(), states, runners, n=n)
-    states = jax.device_get(states)
+    states, runners = jax.device_get((states, runners))
     loss = np.asarray(metrics["loss/total"])
     if updates_per_call == 1:
         assert loss.shape == (4,)
@@ -105,9 +115,13 @@ def test_each_member_learns_what_a_single_run_of_its_seed_and_setting_learns(
         assert loss.shape == (updates_per_call, 4)
         assert np.all(np.isfinite(loss[0])) and np.all(loss[1:] == 0)
     for m, (lr, seed) in enumerate((lr, s) for lr in lrs for s in seeds):
-        alone = _single(devices, seed, lr, sum(calls), axis)
-        jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-6),
-                     population.member_state(states, m).params, alone.params)
+        alone, alone_runner = _single(devices, seed, lr, sum(calls), axis)
+        # The whole learner state (parameters, optimiser moments and count, the shuffle key,
+        # the update counter, normaliser statistics) and the env runner (env states, key
+        # streams, episode counters), not the parameters alone.
+        for mine, single in ((population.member_state(states, m), alone),
+                             (population.member_state(runners, m), alone_runner)):
+            jax.tree.map(_close, key_data(mine), key_data(single))
     # ...and they did not all learn the same thing.
     p = [population.member_state(states, m).params for m in range(4)]
     assert not np.allclose(jax.tree.leaves(p[0])[0], jax.tree.leaves(p[1])[0])
@@ -249,7 +263,9 @@ def test_the_population_resumes_whole_from_its_checkpoint(population_run, tmp_pa
     fresh env streams (key_streams.runner_key(seed, update); anakin/loop.py). So the test is what
     resume promises: the saved states are the run's, and the resumed updates are those of the
     saved states on fresh streams (with the learning-rate schedule re-stretched from the
-    checkpoint's rate to the new end, agents/schedules.py), each member with its own setting."""
+    checkpoint's rate to the new end, agents/schedules.py), each member with its own setting:
+    the reference is each member resumed alone as a single run, so a defect shared by the
+    population's init or program cannot pass on both sides."""
     source, first = population_run
     run = tmp_path / "run"
     shutil.copytree(source, run)
@@ -271,26 +287,30 @@ def test_the_population_resumes_whole_from_its_checkpoint(population_run, tmp_pa
     rate = lambda n, u: read_metrics(run / "members" / n)[u - 1]["optim/learning_rate"]  # noqa: E731
     assert rate(NAMES[2], 3) == pytest.approx(3 * rate(NAMES[0], 3))  # each its own setting
 
-    # The same two updates by hand: the saved states, the members' fresh env streams.
+    # The same two updates as single runs resumed one by one, none of the population's code:
+    # each member's saved state, its own agent (its setting, the re-stretched horizon), its
+    # seed's fresh env streams at update 2, one-agent programs of one update per call.
     from agents import schedules
     from experiments import wiring
-    from experiments.wiring.drivers import anakin_population
     sections = wiring.read(config, devices=False, env_id=False)
     ac = sections.runtime
     env = envs.make_env(sections.env.name, dict(sections.env.options or {}))
     horizon = schedules.resumed_horizon(schedules.trained_horizon(saved.metadata), 2, 4)
-    pop = anakin_population.population(sections.spec, sections.agent,
-                                       wiring.build_network(sections, env.action_space),
-                                       sections.shape, horizon, sections.members)
+    network = wiring.build_network(sections, env.action_space)
+    resolved = sections.spec.resolve(sections.agent, sections.shape)
     mesh = topology.make_mesh(ac.learner_device_ids)
-    example = jax.tree.map(lambda x: x[None], env.reset(jax.random.key(0)).obs)
-    _, runners = population.init(pop, env, example, 2, ac.num_envs)
-    states, runners = population.place(saved.learner_state, runners, mesh)
-    update = population.make_update_fn(pop, env, mesh, ac.unroll_length, ac.updates_per_call)
-    for _ in range(2):
-        states, runners, _, _ = update(pop.stacked_hparams(), states, runners, n=1)
-    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-6),
-                 key_data(jax.device_get(states)), key_data(resumed.learner_state))
+    for m, member in enumerate(sections.members):
+        cfg = dataclasses.replace(resolved, **dict(member.settings))
+        agent = sections.spec.build(network, cfg, sections.shape, horizon)
+        state = topology.place_replicated(population.member_state(saved.learner_state, m), mesh)
+        runner = topology.place_runner(actor.init_runner(
+            agent, env, key_streams.runner_key(member.seed, 2), ac.num_envs), mesh)
+        update = update_program.make_update_fn(agent, env, mesh, ac.unroll_length)
+        for _ in range(2):
+            state, runner, _, _ = update(state, runner)
+        jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-6),
+                     key_data(jax.device_get(state)),
+                     key_data(population.member_state(resumed.learner_state, m)))
 
 
 @pytest.mark.parametrize("overrides,match", [

@@ -8,6 +8,8 @@ games played to their end and an illegal move (pgx ends the game, -1), cut by `m
 2048 played to its end and ended by an illegal move. The reset step after each end is checked.
 """
 
+from typing import NamedTuple
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -194,3 +196,37 @@ def test_unknown_ids_and_options_are_named():
 @pytest.mark.parametrize("runtime", ["anakin", "sebulba"])
 def test_few_updates(tmp_path, runtime):
     few_updates(tmp_path, "pgx:tic_tac_toe", runtime)
+
+
+class _Game(NamedTuple):
+    """The fields of a pgx state the opponents' loop reads, and a move counter."""
+
+    current_player: jax.Array
+    terminated: jax.Array
+    truncated: jax.Array
+    rewards: jax.Array
+    legal_action_mask: jax.Array
+    moves: jax.Array
+
+
+class _TruncatedOnTheOpponentsTurn:
+    """A two-player game that every move truncates on the opponent's turn. pgx steps a finished
+    state into itself (its rewards zeroed), so the turn never comes back to the agent; a
+    safety valve terminates the game after 50 moves, so a loop that waits for the agent's turn
+    or a termination ends (with 50 moves, failing the test) instead of hanging."""
+
+    def step(self, state, action, key):
+        moves = state.moves + 1
+        return state._replace(truncated=jnp.bool_(True), terminated=moves >= 50,
+                              rewards=jnp.zeros(2), moves=moves)
+
+
+def test_the_opponents_stop_at_a_truncation():
+    env = pgx_suite.PgxEnv("tic_tac_toe", {})
+    env.env = _TruncatedOnTheOpponentsTurn()
+    opponents_turn = _Game(jnp.int32(1), jnp.bool_(False), jnp.bool_(False), jnp.zeros(2),
+                           jnp.ones(9, bool), jnp.int32(0))
+    after, _ = jax.jit(lambda s: env._opponents(jax.random.key(0), s, jnp.int32(0)))(
+        opponents_turn)
+    assert int(after.moves) == 1, "the opponents moved on after the game was truncated"
+    assert bool(after.truncated) and not bool(after.terminated)
