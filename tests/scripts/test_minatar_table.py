@@ -1,0 +1,62 @@
+"""scripts/minatar_table.py: the MinAtar tables of docs/minatar.md are what the committed
+per-seed CSV gives, and `export` turns population run dirs into that CSV (grid rows per seed,
+other games' rows kept)."""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from scripts import minatar_table
+
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
+
+
+def test_the_docs_tables_are_the_committed_csv():
+    pytest.importorskip("rliable", reason="the intervals need rliable (requirements.txt)")
+    text = minatar_table.main(["table"])
+    with open(os.path.join(ROOT, "docs", "minatar.md")) as f:
+        doc = f.read()
+    rows = [line for line in text.splitlines() if line.startswith("| ") and "---" not in line]
+    assert len(rows) >= 4, text  # two headers and at least one game in each table
+    missing = [row for row in rows if row not in doc]
+    assert not missing, f"docs/minatar.md lacks these rows of the recomputed table: {missing}"
+
+
+def _member(run, index, seed, game, points):
+    member = run / "members" / f"{index:02d}-s{seed}"
+    member.mkdir(parents=True)
+    (member / "config.json").write_text(json.dumps(
+        {"seed": seed, "env": {"name": f"gymnax:{game}-MinAtar"}}))
+    with open(member / "metrics.jsonl", "w") as f:
+        for step, value in points:
+            f.write(json.dumps({"step": step, "time": 1000.0 + step / 1e4,
+                                "episode/return_mean": value}) + "\n")
+
+
+def test_export_writes_grid_rows_and_keeps_other_games(tmp_path):
+    path = tmp_path / "scores.csv"
+    path.write_text("game,seed,step,return_mean,train_s,commit\n"
+                    "Asterix,0,100000,1.0,5.0,abc\nBreakout,0,100000,99.0,5.0,abc\n")
+    run = tmp_path / "run"
+    for seed in (0, 1):  # updates of 81,920 steps; seed 1 stopped at 250k
+        last = 400_000 if seed == 0 else 250_000
+        points = [(s, float(seed * 100 + s // 81_920))
+                  for s in range(81_920, last + 81_920, 81_920) if s <= last + 1]
+        _member(run, seed, seed, "Breakout", points)
+    rows = minatar_table.export([str(run)], str(path), "deadbeef")
+    got = {(r["seed"], r["step"]): r["return_mean"] for r in rows}
+    # 100k: the update at 81,920 (the last at or before it); 300k: 245,760 (the third).
+    assert got[(0, 100_000)] == 1.0 and got[(0, 300_000)] == 3.0 and got[(0, 400_000)] == 4.0
+    assert (0, 500_000) not in got  # not reached: the next update would be past 400k + 81,920
+    assert got[(1, 200_000)] == 102.0 and (1, 400_000) not in got
+    kept = minatar_table.read(str(path))
+    assert [r["game"] for r in kept].count("Asterix") == 1
+    assert not any(r["return_mean"] == "99.0" for r in kept)  # Breakout's old rows replaced
+    assert {r["commit"] for r in kept if r["game"] == "Breakout"} == {"deadbeef"}
+
+
+def test_export_refuses_a_run_dir_that_is_not_a_population(tmp_path):
+    with pytest.raises(SystemExit, match="has no members/"):
+        minatar_table.export([str(tmp_path)], str(tmp_path / "x.csv"), "c")
