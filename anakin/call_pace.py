@@ -11,8 +11,8 @@ class CallPace:
     from the last call's time per update. The first call runs one (it compiles, and its row
     comes at once); a call that compiled or met a loaded machine is followed by short ones
     until the time per update is back. The updates are the same whatever the lengths (each
-    round of a call is one update: runtime.fused_rounds); only the host's per-call work and
-    the wait of a signal or a metrics row change. `target_s` = 0: always K."""
+    round of a call is one update: update_program.fused_rounds); only the host's per-call
+    work and the wait of a signal or a metrics row change. `target_s` = 0: always K."""
 
     def __init__(self, fused: int, target_s: float) -> None:
         self.fused, self.target_s = fused, target_s
@@ -32,7 +32,8 @@ class CallPace:
 def call_length(fused: int, updates: int, end: int, due: Callable[[int], bool]) -> int:
     """Updates in the next call: up to the fused K, fewer when the run ends sooner or a hook
     (checkpoint, evaluation) is due sooner: the call then ends at that update, so the hook
-    sees its own state. The fused program runs any length up to K (runtime.fused_rounds)."""
+    sees its own state. The fused program runs any length up to K
+    (update_program.fused_rounds)."""
     for j in range(1, min(fused, end - updates)):
         if due(updates + j):
             return j
