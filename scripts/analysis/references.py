@@ -66,14 +66,18 @@ def load_references(path: str) -> dict[tuple[str, str], tuple[np.ndarray, np.nda
 
 def draw_references(ax, references: dict, env: str | None = None) -> None:
     """Grey-scale lines with markers on a step axis (a shade, a marker and a dash pattern per
-    curve, so up to 3 x 4 x 3 curves in one panel stay apart); `env` set: only that env's and
-    env-less references. The axis keeps the runs' step range: a reference to 50M steps would
-    squash a 2M-step run into its left edge."""
+    label, so up to 3 x 4 x 3 labels stay apart); `env` set: only that env's and env-less
+    references. A label has the same style in every panel (its place among all the labels
+    given, not among those a panel draws), so one reference reads the same across a figure.
+    The axis keeps the runs' step range: a reference to 50M steps would squash a 2M-step run
+    into its left edge."""
     shades, markers, dashes = ("0.0", "0.4", "0.65"), ("o", "s", "^", "D"), ("--", ":", "-.")
     xlim = ax.get_xlim() if ax.has_data() else None
+    style = {label: i for i, label in enumerate(sorted({label for label, _ in references}))}
     drawn = [(label, curve) for (label, ref_env), curve in sorted(references.items())
              if env is None or not ref_env or ref_env == env]
-    for i, (label, (steps, values)) in enumerate(drawn):
+    for label, (steps, values) in drawn:
+        i = style[label]
         if xlim is not None and steps[-1] > xlim[1]:
             # Cut at the axis' right edge (interpolated there), so points far beyond the runs
             # do not stretch the value axis either.

@@ -119,6 +119,31 @@ def test_iqm_rows_draw_only_their_env_references(tmp_path, figures):
     assert _reference_labels(pong_ax) == ["ref A (reference)"]
 
 
+def test_a_label_has_one_style_in_every_panel(tmp_path, figures):
+    """A reference drawn in two panels looks the same in both, whatever else each panel draws
+    (the style follows the label's place among all labels, not among a panel's)."""
+    (tmp_path / "refs.csv").write_text(CSV + "ref C,Pong-v5,0,-20\nref C,Pong-v5,50000,0\n"
+                                       "ref C,Breakout-v5,0,2\nref C,Breakout-v5,50000,300\n"
+                                       "ref 0,Breakout-v5,0,1\nref 0,Breakout-v5,50000,9\n")
+    for env in ("Breakout-v5", "Pong-v5"):
+        for seed in (0, 1):
+            _write_run(tmp_path / "runs" / f"{env}-s{seed}", seed=seed, final=1.0 + seed,
+                       env=env)
+    plot.main([str(tmp_path / "runs"), "--aggregate", "iqm", "--reps", "100", "--x", "step",
+               "--reference", str(tmp_path / "refs.csv"),
+               "--output", str(tmp_path / "iqm.png")])
+
+    def styles(ax):
+        return {line.get_label(): (line.get_marker(), line.get_color(), line.get_linestyle())
+                for line in ax.get_lines() if "(reference)" in line.get_label()}
+    breakout, pong = (styles(ax) for ax in figures[-1].axes[:2])
+    # ref C is third in the Breakout panel (ref 0, ref B, ref C) and second in Pong's.
+    assert set(breakout) == {"ref 0 (reference)", "ref B (reference)", "ref C (reference)"}
+    assert set(pong) == {"ref A (reference)", "ref C (reference)"}
+    assert breakout["ref C (reference)"] == pong["ref C (reference)"]
+    assert len(set(breakout.values()) | set(pong.values())) == 4  # four labels, four styles
+
+
 @pytest.mark.parametrize("name", sorted(p.name for p in
                                         (ROOT / "docs" / "references").glob("*.csv")))
 def test_the_kept_reference_files_load(name):
