@@ -7,7 +7,8 @@
 `export` reads population run dirs (`--config.num_seeds`, one per game: `members/<i>-s<i>/`)
 and writes, per game and seed, `episode/return_mean` (the mean return of the last 100 training
 episodes) and the training seconds at every 100k agent steps up to 5M (the value of the last
-update at or before the step, as `scripts/plot.py --at` reads it), replacing the rows of the
+update at or before the step, as `scripts/plot.py --at` reads it; a step before any game
+ended, as in Freeway's first 160k, has no row), replacing the rows of the
 games it reads and keeping the others; the commit the runs were made at goes with each row.
 `table` recomputes from the CSV alone: per game the IQM over seeds with its 95%
 stratified-bootstrap interval (rliable, 2,000 resamples, bootstrap seed 0) at 1M, 2.5M and 5M
@@ -58,10 +59,14 @@ def export(run_dirs: list[str], path: str, commit: str) -> list[dict]:
                                  f"gymnax MinAtar game ({', '.join(GAMES)}) with a seed is "
                                  f"expected.")
             curve = rundir.load_curve(member, METRIC)
+            if curve is None:
+                raise SystemExit(f"minatar_table: {member} logged no {METRIC}.")
             for step in GRID:
                 value = rundir.value_at(member, METRIC, step)
-                if value is None:
-                    break
+                if value is None and step > curve["step"][-1]:
+                    break  # not reached
+                if value is None or not np.isfinite(value):
+                    continue  # before the first logged point, or before any game ended
                 at = np.searchsorted(curve["step"], step, side="right") - 1
                 rows.append({"game": game, "seed": int(seed), "step": step,
                              "return_mean": round(value, 4),

@@ -60,3 +60,13 @@ def test_export_writes_grid_rows_and_keeps_other_games(tmp_path):
 def test_export_refuses_a_run_dir_that_is_not_a_population(tmp_path):
     with pytest.raises(SystemExit, match="has no members/"):
         minatar_table.export([str(tmp_path)], str(tmp_path / "x.csv"), "c")
+
+
+def test_steps_before_any_game_ended_have_no_row(tmp_path):
+    """Freeway's games last 2,500 steps: with 64 envs none ends before 160k, so the first
+    updates log a NaN mean (and a run may log nothing at all before its first point)."""
+    run = tmp_path / "run"
+    _member(run, 0, 0, "Freeway", [(81_920, float("nan")), (163_840, float("nan")),
+                                   (245_760, 2.0), (327_680, 3.0)])
+    rows = minatar_table.export([str(run)], str(tmp_path / "scores.csv"), "c")
+    assert [(r["step"], r["return_mean"]) for r in rows] == [(300_000, 2.0), (400_000, 3.0)]
