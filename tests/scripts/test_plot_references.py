@@ -105,8 +105,10 @@ def test_reference_drawn_on_the_step_axis_only_keeping_the_runs_range(tmp_path, 
     assert len(_reference_labels(figures[-1].axes[0])) == 3
 
 
-def test_iqm_rows_draw_only_their_env_references(tmp_path, figures):
-    (tmp_path / "refs.csv").write_text(CSV)
+def _iqm_panels(tmp_path, figures, references: str):
+    """An IQM plot of 2 seeds on each of Breakout and Pong with `references` (CSV text):
+    its Breakout and Pong panels (rows sorted by env)."""
+    (tmp_path / "refs.csv").write_text(references)
     for env in ("Breakout-v5", "Pong-v5"):
         for seed in (0, 1):
             _write_run(tmp_path / "runs" / f"{env}-s{seed}", seed=seed, final=1.0 + seed,
@@ -114,7 +116,11 @@ def test_iqm_rows_draw_only_their_env_references(tmp_path, figures):
     plot.main([str(tmp_path / "runs"), "--aggregate", "iqm", "--reps", "100", "--x", "step",
                "--reference", str(tmp_path / "refs.csv"),
                "--output", str(tmp_path / "iqm.png")])
-    breakout_ax, pong_ax = figures[-1].axes[:2]  # rows sorted by env
+    return figures[-1].axes[:2]
+
+
+def test_iqm_rows_draw_only_their_env_references(tmp_path, figures):
+    breakout_ax, pong_ax = _iqm_panels(tmp_path, figures, CSV)
     assert _reference_labels(breakout_ax) == ["ref B (reference)"]
     assert _reference_labels(pong_ax) == ["ref A (reference)"]
 
@@ -122,21 +128,15 @@ def test_iqm_rows_draw_only_their_env_references(tmp_path, figures):
 def test_a_label_has_one_style_in_every_panel(tmp_path, figures):
     """A reference drawn in two panels looks the same in both, whatever else each panel draws
     (the style follows the label's place among all labels, not among a panel's)."""
-    (tmp_path / "refs.csv").write_text(CSV + "ref C,Pong-v5,0,-20\nref C,Pong-v5,50000,0\n"
-                                       "ref C,Breakout-v5,0,2\nref C,Breakout-v5,50000,300\n"
-                                       "ref 0,Breakout-v5,0,1\nref 0,Breakout-v5,50000,9\n")
-    for env in ("Breakout-v5", "Pong-v5"):
-        for seed in (0, 1):
-            _write_run(tmp_path / "runs" / f"{env}-s{seed}", seed=seed, final=1.0 + seed,
-                       env=env)
-    plot.main([str(tmp_path / "runs"), "--aggregate", "iqm", "--reps", "100", "--x", "step",
-               "--reference", str(tmp_path / "refs.csv"),
-               "--output", str(tmp_path / "iqm.png")])
+    axes = _iqm_panels(tmp_path, figures,
+                       CSV + "ref C,Pong-v5,0,-20\nref C,Pong-v5,50000,0\n"
+                       "ref C,Breakout-v5,0,2\nref C,Breakout-v5,50000,300\n"
+                       "ref 0,Breakout-v5,0,1\nref 0,Breakout-v5,50000,9\n")
 
     def styles(ax):
         return {line.get_label(): (line.get_marker(), line.get_color(), line.get_linestyle())
                 for line in ax.get_lines() if "(reference)" in line.get_label()}
-    breakout, pong = (styles(ax) for ax in figures[-1].axes[:2])
+    breakout, pong = (styles(ax) for ax in axes)
     # ref C is third in the Breakout panel (ref 0, ref B, ref C) and second in Pong's.
     assert set(breakout) == {"ref 0 (reference)", "ref B (reference)", "ref C (reference)"}
     assert set(pong) == {"ref A (reference)", "ref C (reference)"}
