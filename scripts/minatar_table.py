@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import os
 import sys
 
@@ -97,20 +96,17 @@ def scores(rows: list[dict], game: str, step: int) -> np.ndarray:
 def anchors() -> dict[str, dict[str, tuple[float, float]]]:
     """{"DQN": {game: (random, reference)}, "best": ...}: the paper's DQN and its best agent
     per game at 5M, with the same random scores."""
-    with open(NORMALIZATION) as f:
-        table = json.load(f)
-    random = {k.removeprefix("gymnax:").removesuffix("-MinAtar"): v["random"]
-              for k, v in table.items()}
-    dqn = {k.removeprefix("gymnax:").removesuffix("-MinAtar"): v["reference"]
-           for k, v in table.items()}
+    from scripts.analysis.references import load_references
+    from scripts.analysis.scores import load_normalization
+
+    def game(env: str) -> str:
+        return env.removeprefix("gymnax:").removesuffix("-MinAtar")
+    dqn = {game(env): pair for env, pair in load_normalization(NORMALIZATION).items()}
     best: dict[str, float] = {}
-    with open(PAPER_CURVES) as f:
-        for row in csv.DictReader(line for line in f if not line.startswith("#")):
-            game = row["env"].removeprefix("gymnax:").removesuffix("-MinAtar")
-            if int(float(row["step"])) == 5_000_000:
-                best[game] = max(best.get(game, -np.inf), float(row["value"]))
-    return {"DQN": {g: (random[g], dqn[g]) for g in dqn},
-            "best": {g: (random[g], best[g]) for g in dqn}}
+    for (_, env), (steps, values) in load_references(PAPER_CURVES).items():
+        best[game(env)] = max(best.get(game(env), -np.inf),
+                              float(values[steps == 5_000_000][0]))
+    return {"DQN": dqn, "best": {g: (random, best[g]) for g, (random, _) in dqn.items()}}
 
 
 def _interval(task_scores: list[np.ndarray]) -> str:
