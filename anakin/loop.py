@@ -18,8 +18,8 @@ from jax.sharding import Mesh
 
 from anakin import population as pop
 from anakin import host_games, programs, runtime_config, topology
-from anakin.diverged import Diverged
 from anakin.call_pace import CallPace, call_length
+from anakin.diverged import Diverged
 from podracer import distributed
 from podracer.agent import Agent
 from podracer.checkpoint import Checkpointer, Progress
