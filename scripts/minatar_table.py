@@ -3,21 +3,29 @@
     python -m scripts.minatar_table export runs/minatar_Breakout_ppo_pjx [...] \\
         [--csv docs/minatar_ppo_pjx.csv]
     python -m scripts.minatar_table table [--csv docs/minatar_ppo_pjx.csv]
+    python -m scripts.minatar_table compare Anakin=docs/minatar_ppo_pjx.csv \\
+        Sebulba=docs/minatar_breakout_sebulba.csv --game Breakout
 
 `export` reads population run dirs (`--config.num_seeds`, one per game: `members/<i>-s<i>/`)
-and writes, per game and seed, `episode/return_mean` (the mean return of the last 100 training
-episodes) and the training seconds at every 100k agent steps up to 5M (the value of the last
-update at or before the step, as `scripts/plot.py --at` reads it; a step before any game
-ended, as in Freeway's first 160k, has no row), replacing the rows of the
-games it reads and keeping the others; the commit the runs were made at goes with each row.
+or single-seed run dirs (one `metrics.jsonl`, e.g. one Sebulba seed each) and writes, per
+game and seed, `episode/return_mean` (the mean return of the last 100 training episodes) and
+the training seconds at every 100k agent steps up to 5M (the value of the last update at or
+before the step, as `scripts/plot.py --at` reads it; a step before any game ended, as in
+Freeway's first 160k, has no row), replacing the rows of the games it reads and keeping the
+others; the commit the runs were made at goes with each row.
 `table` recomputes from the CSV alone: per game the IQM over seeds with its 95%
 stratified-bootstrap interval (rliable, 2,000 resamples, bootstrap seed 0) at 1M, 2.5M and 5M
 and the min-max at 5M; then the scores normalised per game as (score - random) / (reference -
 random) with two references of the MinAtar paper at 5M (its DQN, docs/references/
 minatar_normalization.json, and its best agent per game, the highest of the four curves in
 docs/references/minatar_young_tian_dqn_ac.csv), per game and pooled over the games present
-(rliable's IQM over runs x games). tests/scripts/test_minatar_table.py checks the committed
-CSV against the table in docs/minatar.md.
+(rliable's IQM over runs x games). `compare` puts two CSVs of one game side by side
+(docs/anakin.md's Anakin vs Sebulba table): per step each side's IQM [95% CI], the two-sided
+Mann-Whitney U and Welch t p-values on the per-seed scores (scipy), and the gap that a
+two-sided 5% test would detect with 80% power given the seeds' spread (normal approximation:
+(1.96 + 0.84) * sqrt(s_a^2 / n_a + s_b^2 / n_b), s the sample standard deviation).
+tests/scripts/test_minatar_table.py checks the committed CSV against the tables in
+docs/minatar.md.
 """
 from __future__ import annotations
 
@@ -35,6 +43,7 @@ PAPER_CURVES = os.path.join(ROOT, "docs", "references", "minatar_young_tian_dqn_
 METRIC = "episode/return_mean"
 GRID = tuple(range(100_000, 5_000_001, 100_000))
 AT = (1_000_000, 2_500_000, 5_000_000)
+COMPARE_AT = (1_000_000, 2_500_000, 4_000_000, 5_000_000)
 FIELDS = ("game", "seed", "step", "return_mean", "train_s", "commit")
 GAMES = ("Breakout", "Asterix", "Freeway", "SpaceInvaders", "Seaquest")
 
@@ -45,11 +54,14 @@ def export(run_dirs: list[str], path: str, commit: str) -> list[dict]:
     rows = []
     for run in run_dirs:
         members = os.path.join(run, "members")
-        if not os.path.isdir(members):
-            raise SystemExit(f"minatar_table: {run} has no members/ (a --config.num_seeds run "
-                             f"dir is expected).")
-        for name in sorted(os.listdir(members)):
-            member = os.path.join(members, name)
+        if os.path.isdir(members):
+            seeds = [os.path.join(members, name) for name in sorted(os.listdir(members))]
+        elif os.path.exists(os.path.join(run, "metrics.jsonl")):
+            seeds = [run]
+        else:
+            raise SystemExit(f"minatar_table: {run} has neither members/ nor metrics.jsonl (a "
+                             f"run dir of one seed or of --config.num_seeds is expected).")
+        for member in seeds:
             config = rundir.read_json(os.path.join(member, "config.json")) or {}
             env, seed = config.get("env", {}).get("name", ""), config.get("seed")
             game = env.removeprefix("gymnax:").removesuffix("-MinAtar")
@@ -147,6 +159,31 @@ def table(rows: list[dict]) -> str:
     return "\n".join(out)
 
 
+def _at(step: int) -> str:
+    return f"{step / 1e6:g}M"
+
+
+def compare(sides: dict[str, list[dict]], game: str, steps=COMPARE_AT) -> str:
+    """A Markdown table of the two sides' per-seed scores on `game` at `steps`."""
+    from scipy import stats
+    (name_a, rows_a), (name_b, rows_b) = sides.items()
+    n_a, n_b = (len(scores(r, game, steps[-1])) for r in (rows_a, rows_b))
+    out = [f"| agent steps | {name_a}, IQM of {n_a} seeds [95% CI] | {name_b}, IQM of {n_b} "
+           f"seeds [95% CI] | Mann-Whitney p (Welch t p) | gap detectable at 80% power |",
+           "|---|---:|---:|---:|---:|"]
+    for step in steps:
+        a, b = scores(rows_a, game, step), scores(rows_b, game, step)
+        if len(a) < 2 or len(b) < 2:
+            raise SystemExit(f"minatar_table: {game} at {step}: {len(a)} and {len(b)} seeds; "
+                             f"at least 2 a side are needed.")
+        u = stats.mannwhitneyu(a, b, alternative="two-sided").pvalue
+        t = stats.ttest_ind(a, b, equal_var=False).pvalue
+        gap = (1.96 + 0.84) * np.sqrt(a.var(ddof=1) / len(a) + b.var(ddof=1) / len(b))
+        out.append(f"| {_at(step)} | {_interval([a])} | {_interval([b])} | {u:.2f} ({t:.2f}) "
+                   f"| {gap:.1f} |")
+    return "\n".join(out)
+
+
 def main(argv: list[str] | None = None) -> str:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -156,10 +193,23 @@ def main(argv: list[str] | None = None) -> str:
     ex.add_argument("--commit", required=True, help="the commit the runs were made at")
     tb = sub.add_parser("table", help="the Markdown tables from the CSV")
     tb.add_argument("--csv", default=CSV)
+    cp = sub.add_parser("compare", help="two CSVs of one game side by side, with tests")
+    cp.add_argument("sides", nargs=2, metavar="LABEL=CSV")
+    cp.add_argument("--game", required=True, choices=GAMES)
     args = parser.parse_args(argv)
     if args.command == "export":
         rows = export(args.runs, args.csv, args.commit)
         text = f"{len(rows)} rows into {args.csv}"
+    elif args.command == "compare":
+        sides = {}
+        for side in args.sides:
+            label, _, path = side.partition("=")
+            if not label or not os.path.exists(path):
+                parser.error(f"{side!r}: LABEL=CSV with an existing CSV file is expected.")
+            sides[label] = read(path)
+        if len(sides) != 2:
+            parser.error(f"two different labels are expected, got {args.sides}.")
+        text = compare(sides, args.game)
     else:
         if not os.path.exists(args.csv):
             parser.error(f"--csv {args.csv!r}: no such file.")

@@ -140,6 +140,15 @@ def add_legend(ax, width: int = 90) -> None:
     ax.figure.set_figheight(ax.figure.get_figheight() + 0.17 * lines + 0.3)
 
 
+def title_above(fig, title: str) -> None:
+    """`title` in a band of its own at the top of `fig`, the axes laid out below it. A suptitle
+    sits at a fixed fraction of the figure's height, so in a tall figure (five rows of panels)
+    plain tight_layout let it cover the first row's top."""
+    band = 0.5 / fig.get_figheight()  # inches -> figure fraction
+    fig.suptitle(title, y=1 - 0.1 / fig.get_figheight(), va="top")
+    fig.tight_layout(rect=(0, 0, 1, 1 - band))
+
+
 def plot_profile(finals: dict[tuple[str, str], np.ndarray], output: str, xlabel: str,
                  reps: int = 2000, seed: int = 0, title: str = "") -> str:
     import matplotlib
@@ -206,8 +215,7 @@ def plot_iqm(groups: dict[tuple[str, str], list[dict]], metric: str, output: str
             ax.set_ylabel(f"{metric}\n{env}")
             ax.grid(alpha=0.3)
         add_legend(row[0])
-    fig.suptitle(title or f"{metric}: IQM over seeds, 95% stratified-bootstrap CI shaded")
-    fig.tight_layout()
+    title_above(fig, title or f"{metric}: IQM over seeds, 95% stratified-bootstrap CI shaded")
     os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
     fig.savefig(output, dpi=110, bbox_inches="tight")  # keeps a legend under the axes
     plt.close(fig)
@@ -256,8 +264,7 @@ def plot(groups: dict[str, list[dict]], metric: str, output: str, title: str = "
         ax.set_ylabel(metric)
         ax.grid(alpha=0.3)
     add_legend(subplots[0][0])
-    fig.suptitle(title or f"{metric}: mean over seeds, min-max shaded")
-    fig.tight_layout()
+    title_above(fig, title or f"{metric}: mean over seeds, min-max shaded")
     os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
     fig.savefig(output, dpi=110, bbox_inches="tight")  # keeps a legend under the axes
     plt.close(fig)

@@ -3,9 +3,11 @@ per-seed CSV gives, and `export` turns population run dirs into that CSV (grid r
 other games' rows kept)."""
 from __future__ import annotations
 
+import csv
 import json
 import os
 
+import numpy as np
 import pytest
 
 from scripts import minatar_table
@@ -57,9 +59,52 @@ def test_export_writes_grid_rows_and_keeps_other_games(tmp_path):
     assert {r["commit"] for r in kept if r["game"] == "Breakout"} == {"deadbeef"}
 
 
-def test_export_refuses_a_run_dir_that_is_not_a_population(tmp_path):
-    with pytest.raises(SystemExit, match="has no members/"):
+def test_export_refuses_a_dir_that_is_not_a_run(tmp_path):
+    with pytest.raises(SystemExit, match="has neither members/ nor metrics.jsonl"):
         minatar_table.export([str(tmp_path)], str(tmp_path / "x.csv"), "c")
+
+
+def test_export_reads_single_seed_run_dirs(tmp_path):
+    """A Sebulba seed is its own run dir: config.json and metrics.jsonl at its top."""
+    runs = []
+    for seed in (3, 4):
+        _member(tmp_path / f"s{seed}", 0, seed, "Breakout", [(100_000, float(seed))])
+        member = tmp_path / f"s{seed}" / "members" / f"00-s{seed}"
+        runs.append(tmp_path / f"r{seed}")
+        member.rename(runs[-1])
+    rows = minatar_table.export([str(r) for r in runs], str(tmp_path / "x.csv"), "c")
+    assert [(r["seed"], r["step"], r["return_mean"]) for r in rows] == [
+        (3, 100_000, 3.0), (4, 100_000, 4.0)]
+
+
+def _csv(path, values):
+    """A CSV of Breakout rows: `values[seed]` at every step of COMPARE_AT."""
+    rows = [{"game": "Breakout", "seed": seed, "step": step, "return_mean": value,
+             "train_s": 1.0, "commit": "c"}
+            for seed, value in enumerate(values) for step in minatar_table.COMPARE_AT]
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, minatar_table.FIELDS)
+        writer.writeheader()
+        writer.writerows(rows)
+    return str(path)
+
+
+def test_compare_reports_the_tests_and_the_detectable_gap(tmp_path):
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(10.0, 2.0, 10), rng.normal(30.0, 4.0, 8)
+    text = minatar_table.main(["compare", f"A={_csv(tmp_path / 'a.csv', a)}",
+                               f"B={_csv(tmp_path / 'b.csv', b)}", "--game", "Breakout"])
+    lines = text.splitlines()
+    assert "A, IQM of 10 seeds" in lines[0] and "B, IQM of 8 seeds" in lines[0]
+    assert [line.split(" | ")[0] for line in lines[2:]] == ["| 1M", "| 2.5M", "| 4M", "| 5M"]
+    cells = lines[-1].strip("| ").split(" | ")
+    # Every b above every a: the exact two-sided U p is 2 / C(18, 8) = 4.6e-5.
+    assert cells[3].startswith("0.00 (0.00)")
+    gap = 2.8 * np.sqrt(a.var(ddof=1) / 10 + b.var(ddof=1) / 8)
+    assert cells[4] == f"{gap:.1f}"
+    same = minatar_table.main(["compare", f"A={tmp_path / 'a.csv'}", f"B={tmp_path / 'a.csv'}",
+                               "--game", "Breakout"])
+    assert same.splitlines()[-1].split(" | ")[3] == "1.00 (1.00)"
 
 
 def test_steps_before_any_game_ended_have_no_row(tmp_path):

@@ -201,3 +201,25 @@ def test_table_at_steps_and_runs_not_there_yet(tmp_path, capsys):
     with pytest.raises(SystemExit):
         plot.main([str(tmp_path / "runs"), "--at", "1M"])
     assert "--at '1M'" in capsys.readouterr().err
+
+
+def test_the_title_covers_no_panel_of_a_tall_figure(tmp_path, figures):
+    """Five envs, each with references whose long labels put the legend under its row (the
+    MinAtar figure): the figure title stays above the first row's panels."""
+    envs = ("Asterix-v5", "Breakout-v5", "Freeway-v5", "Pong-v5", "Seaquest-v5")
+    refs = "label,env,step,value\n" + "".join(
+        f"a reference label long enough to sit under the axes {i},{env},{step},{step / 1000}\n"
+        for i in range(6) for env in envs for step in (0, 2000))
+    (tmp_path / "refs.csv").write_text(refs)
+    for env in envs:
+        for seed in (0, 1):
+            _write_run(tmp_path / "runs" / f"{env}-s{seed}", seed=seed, final=1.0, env=env)
+    plot.main([str(tmp_path / "runs"), "--aggregate", "iqm", "--reps", "100",
+               "--reference", str(tmp_path / "refs.csv"), "--output", str(tmp_path / "iqm.png")])
+    fig = figures[-1]
+    renderer = fig.canvas.get_renderer()
+    title = fig._suptitle.get_window_extent(renderer)
+    assert len(fig.axes) == 10
+    covered = [ax.get_ylabel().split("\n")[-1] for ax in fig.axes
+               if title.overlaps(ax.get_tightbbox(renderer))]
+    assert not covered, (title, covered)  # plain tight_layout: the two Asterix panels
