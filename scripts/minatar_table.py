@@ -121,7 +121,7 @@ def anchors() -> dict[str, dict[str, tuple[float, float]]]:
     return {"DQN": dqn, "best": {g: (random, best[g]) for g, (random, _) in dqn.items()}}
 
 
-def _interval(task_scores: list[np.ndarray]) -> str:
+def interval(task_scores: list[np.ndarray]) -> str:
     from scripts.analysis.scores import aggregate_interval
     point, ci = aggregate_interval(task_scores)
     point = float(np.ravel(point)[0])
@@ -136,7 +136,7 @@ def table(rows: list[dict]) -> str:
     out = ["| game | seeds | 1M: IQM [95% CI] | 2.5M | 5M | min-max at 5M |",
            "|---|---:|---:|---:|---:|---:|"]
     for game in games:
-        cells = [_interval([scores(rows, game, step)]) for step in AT]
+        cells = [interval([scores(rows, game, step)]) for step in AT]
         last = scores(rows, game, AT[-1])
         out.append(f"| {game} | {len(last)} | {cells[0]} | {cells[1]} | **{cells[2]}** | "
                    f"{last.min():.2f}-{last.max():.2f} |")
@@ -150,10 +150,10 @@ def table(rows: list[dict]) -> str:
             low, high = ref[game]
             values = (scores(rows, game, AT[-1]) - low) / (high - low)
             normalised[name].append(values)
-            cells.append(_interval([values]))
+            cells.append(interval([values]))
         out.append(f"| {game} | {cells[0]} | {cells[1]} |")
     if len(games) > 1:
-        pooled = [_interval(normalised[name]) for name in refs]
+        pooled = [interval(normalised[name]) for name in refs]
         out.append(f"| {len(games)} games pooled (IQM over runs x games) | {pooled[0]} | "
                    f"{pooled[1]} |")
     return "\n".join(out)
@@ -179,7 +179,7 @@ def compare(sides: dict[str, list[dict]], game: str, steps=COMPARE_AT) -> str:
         u = stats.mannwhitneyu(a, b, alternative="two-sided").pvalue
         t = stats.ttest_ind(a, b, equal_var=False).pvalue
         gap = (1.96 + 0.84) * np.sqrt(a.var(ddof=1) / len(a) + b.var(ddof=1) / len(b))
-        out.append(f"| {_at(step)} | {_interval([a])} | {_interval([b])} | {u:.2f} ({t:.2f}) "
+        out.append(f"| {_at(step)} | {interval([a])} | {interval([b])} | {u:.2f} ({t:.2f}) "
                    f"| {gap:.1f} |")
     return "\n".join(out)
 

@@ -26,6 +26,21 @@ def test_the_docs_tables_are_the_committed_csv():
     assert not missing, f"docs/minatar.md lacks these rows of the recomputed table: {missing}"
 
 
+def test_the_results_page_quotes_the_committed_csv():
+    """docs/results.md's MinAtar rows give each game's 5M IQM [CI] as the script computes it."""
+    pytest.importorskip("rliable", reason="the intervals need rliable (requirements.txt)")
+    rows = minatar_table.read(minatar_table.CSV)
+    with open(os.path.join(ROOT, "docs", "results.md")) as f:
+        lines = f.read().splitlines()
+    games = [g for g in minatar_table.GAMES if any(r["game"] == g for r in rows)]
+    assert games
+    for game in games:
+        five = minatar_table.scores(rows, game, minatar_table.AT[-1])
+        cell = minatar_table.interval([five])
+        row = [line for line in lines if line.startswith(f"| {game}-MinAtar, 5M steps |")]
+        assert len(row) == 1 and f"IQM {cell}" in row[0], (game, cell, row)
+
+
 def _member(run, index, seed, game, points):
     member = run / "members" / f"{index:02d}-s{seed}"
     member.mkdir(parents=True)
