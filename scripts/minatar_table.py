@@ -24,8 +24,8 @@ docs/references/minatar_young_tian_dqn_ac.csv), per game and pooled over the gam
 Mann-Whitney U and Welch t p-values on the per-seed scores (scipy), and the gap that a
 two-sided 5% test would detect with 80% power given the seeds' spread (normal approximation:
 (1.96 + 0.84) * sqrt(s_a^2 / n_a + s_b^2 / n_b), s the sample standard deviation).
-tests/scripts/test_minatar_table.py checks the committed CSV against the tables in
-docs/minatar.md.
+tests/scripts/test_minatar_table.py checks the committed CSVs against the tables in
+docs/minatar.md, docs/results.md and docs/anakin.md.
 """
 from __future__ import annotations
 

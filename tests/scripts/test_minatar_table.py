@@ -1,6 +1,6 @@
-"""scripts/minatar_table.py: the MinAtar tables of docs/minatar.md are what the committed
-per-seed CSV gives, and `export` turns population run dirs into that CSV (grid rows per seed,
-other games' rows kept)."""
+"""scripts/minatar_table.py: the MinAtar tables of docs/minatar.md, docs/results.md and
+docs/anakin.md are what the committed per-seed CSVs give; `export` turns run dirs into such a
+CSV (grid rows per seed, other games' rows kept); `compare` reports its tests."""
 from __future__ import annotations
 
 import csv
@@ -39,6 +39,20 @@ def test_the_results_page_quotes_the_committed_csv():
         cell = minatar_table.interval([five])
         row = [line for line in lines if line.startswith(f"| {game}-MinAtar, 5M steps |")]
         assert len(row) == 1 and f"IQM {cell}" in row[0], (game, cell, row)
+
+
+def test_the_runtime_comparison_is_the_committed_csvs():
+    """docs/anakin.md's Anakin vs Sebulba table is `compare` on the two committed CSVs."""
+    pytest.importorskip("rliable", reason="the intervals need rliable (requirements.txt)")
+    sebulba = os.path.join(ROOT, "docs", "minatar_breakout_sebulba.csv")
+    text = minatar_table.main(["compare", f"Anakin={minatar_table.CSV}", f"Sebulba={sebulba}",
+                               "--game", "Breakout"])
+    with open(os.path.join(ROOT, "docs", "anakin.md")) as f:
+        doc = f.read()
+    rows = [line for line in text.splitlines() if "---" not in line]
+    assert len(rows) == 5, text
+    missing = [row for row in rows if row not in doc]
+    assert not missing, f"docs/anakin.md lacks these rows of the recomputed table: {missing}"
 
 
 def _member(run, index, seed, game, points):
