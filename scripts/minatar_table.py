@@ -73,7 +73,7 @@ def export(run_dirs: list[str], path: str, commit: str) -> list[dict]:
             if curve is None:
                 raise SystemExit(f"minatar_table: {member} logged no {METRIC}.")
             for step in GRID:
-                value = rundir.value_at(member, METRIC, step)
+                value = rundir.curve_value_at(curve, step)
                 if value is None and step > curve["step"][-1]:
                     break  # not reached
                 if value is None or not np.isfinite(value):

@@ -151,7 +151,12 @@ def value_at(run_dir: str, metric: str, step: float) -> float | None:
     when the run has not got there yet. A run has got there when it logged a point at or past
     `step`, or when its next point would be past it (one more logging interval, as between its
     last two points): a run of 10M steps in updates of 8,192 ends at 9,994,240, and is at 10M."""
-    curve = load_curve(run_dir, metric)
+    return curve_value_at(load_curve(run_dir, metric), step)
+
+
+def curve_value_at(curve: dict[str, np.ndarray] | None, step: float) -> float | None:
+    """`value_at` on a curve already loaded (`load_curve`'s dict, or None), for a caller that
+    reads one run at many steps."""
     if curve is None or curve["step"][0] > step:
         return None
     steps = curve["step"]

@@ -56,7 +56,11 @@ def test_the_runtime_comparison_is_the_committed_csvs():
 
 
 def _member(run, index, seed, game, points):
-    member = run / "members" / f"{index:02d}-s{seed}"
+    _seed_run(run / "members" / f"{index:02d}-s{seed}", seed, game, points)
+
+
+def _seed_run(member, seed, game, points):
+    """A run dir of one seed: config.json and metrics.jsonl with `points` (step, value)."""
     member.mkdir(parents=True)
     (member / "config.json").write_text(json.dumps(
         {"seed": seed, "env": {"name": f"gymnax:{game}-MinAtar"}}))
@@ -95,12 +99,9 @@ def test_export_refuses_a_dir_that_is_not_a_run(tmp_path):
 
 def test_export_reads_single_seed_run_dirs(tmp_path):
     """A Sebulba seed is its own run dir: config.json and metrics.jsonl at its top."""
-    runs = []
-    for seed in (3, 4):
-        _member(tmp_path / f"s{seed}", 0, seed, "Breakout", [(100_000, float(seed))])
-        member = tmp_path / f"s{seed}" / "members" / f"00-s{seed}"
-        runs.append(tmp_path / f"r{seed}")
-        member.rename(runs[-1])
+    runs = [tmp_path / f"s{seed}" for seed in (3, 4)]
+    for seed, run in zip((3, 4), runs):
+        _seed_run(run, seed, "Breakout", [(100_000, float(seed))])
     rows = minatar_table.export([str(r) for r in runs], str(tmp_path / "x.csv"), "c")
     assert [(r["seed"], r["step"], r["return_mean"]) for r in rows] == [
         (3, 100_000, 3.0), (4, 100_000, 4.0)]
