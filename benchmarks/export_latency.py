@@ -1,13 +1,16 @@
 """Latency and actions per second of an exported policy (scripts/export.py, run through the
-copyable loader) beside the library's own greedy player of the same checkpoint, in one run.
+copyable loader: jax, and onnxruntime where the ONNX extra is installed) beside the library's
+own greedy player of the same checkpoint, in one run.
 
     python -m benchmarks.export_latency RUN_DIR [--batches 1,64] [--seconds 3]
     python -m benchmarks.export_latency --config experiments/configs/impala_atari.py:cpu
 
-The export runs as a user runs it (`python -m scripts.export` in a subprocess) and its loader
-is imported from the folder it wrote; the library's player is the one scripts/evaluate.py
-plays (agents/evaluation.py), rebuilt here from the checkpoint's config (a run of one agent;
-a population member: export it with `--member` and time that folder's loader only). With
+The export runs as a user runs it (`python -m scripts.export` in a subprocess, with `--onnx`
+when jax2onnx and onnxruntime are installed: requirements-onnx.txt) and its loader is imported
+from the folder it wrote, once per runtime (onnxruntime with its default session options);
+the library's player is the one scripts/evaluate.py plays (agents/evaluation.py), rebuilt
+here from the checkpoint's config (a run of one agent; a population member: export it with
+`--member` and time that folder's loader only). With
 `--config` (no run dir) the config's freshly initialised agent is saved as a checkpoint
 in a temporary run dir: the parameters' values do not change the time. The observations are
 the env's first ones, tiled to each batch size. Each call's time includes handing the
@@ -18,6 +21,7 @@ timed in alternating rounds, and the median call of each is reported with action
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.util
 import json
 import os
@@ -51,15 +55,18 @@ def _untrained_run(spec: str, run_dir: str) -> None:
     saver.close(checkpoint.Progress(agent.init(jax.random.key(0), obs), 0, 0))
 
 
-def _exported(run_dir: str, folder: str):
-    """The export's policy, as a user gets it: the command line, then its copied loader."""
+def _exported(run_dir: str, folder: str) -> dict:
+    """{runtime: the export's policy}, as a user gets it: the command line, then its copied
+    loader; onnxruntime beside jax where the ONNX extra is installed."""
+    onnx = all(importlib.util.find_spec(m) for m in ("jax2onnx", "onnxruntime"))
     subprocess.run([sys.executable, "-m", "scripts.export", run_dir, "--output", folder,
-                    "--platforms", "cpu"], check=True, cwd=ROOT)
+                    "--platforms", "cpu", *(["--onnx"] if onnx else [])], check=True, cwd=ROOT)
     spec = importlib.util.spec_from_file_location(
         "load_policy", os.path.join(folder, "load_policy.py"))
     loader = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(loader)
-    return loader.load(folder)
+    return {runtime: loader.load(folder, runtime=runtime)
+            for runtime in ("jax", *(["onnxruntime"] if onnx else []))}
 
 
 def _library(run_dir: str):
@@ -89,10 +96,11 @@ def measure(run_dir: str, batches: list[int], seconds: float) -> list[dict]:
         obs = jax.tree.map(lambda x: np.repeat(np.asarray(x), batch, axis=0), first)
         actor = player.actor(ap, batch)
         key = jax.random.key(0)
-        state = exported.initial_state(batch)
-        calls = {
-            "exported (load_policy.py)": lambda: exported(obs, state)[0],
-            "library (scripts/evaluate.py's player)": lambda: actor.act(obs, key)}
+        calls = {f"exported, {runtime} (load_policy.py)":
+                 functools.partial(_act, policy, obs, policy.initial_state(batch))
+                 for runtime, policy in exported.items()}
+        calls["library (scripts/evaluate.py's player)"] = functools.partial(
+            actor.act, obs, key)
         times: dict[str, list[float]] = {name: [] for name in calls}
         for fn in calls.values():  # compile and warm up
             for _ in range(3):
@@ -109,6 +117,10 @@ def measure(run_dir: str, batches: list[int], seconds: float) -> list[dict]:
             rows.append({"policy": name, "batch": batch, "calls": len(values),
                          "median_ms": median * 1e3, "actions_per_s": batch / median})
     return rows
+
+
+def _act(policy, obs, state):
+    return policy(obs, state)[0]
 
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

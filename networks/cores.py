@@ -64,6 +64,12 @@ class LSTMCore(nn.Module):
         chex.assert_rank(x, 3)
         chex.assert_shape(reset, x.shape[:2])
         chex.assert_shape(state, (x.shape[1], self.size))
+        x = x.astype(jnp.float32)
+        if x.shape[0] == 1:
+            # An actor's step: the one step itself, no loop. The parameters are the same
+            # (`lstm/cell`), and the graph has no scan for an exporter (ONNX) to lower.
+            state, out = _ResetLSTMStep(self.size, name="lstm")(state, (x[0], reset[0]))
+            return state, out[None]
         scan = nn.scan(_ResetLSTMStep, variable_broadcast="params",
                        split_rngs={"params": False}, in_axes=0, out_axes=0)
-        return scan(self.size, name="lstm")(state, (x.astype(jnp.float32), reset))
+        return scan(self.size, name="lstm")(state, (x, reset))

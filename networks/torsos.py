@@ -134,7 +134,8 @@ class ImpalaResNet(nn.Module):
         dense_init = _orthogonal(self.layer_init)
         for ch in self.channels:
             x = nn.Conv(ch, (3, 3), padding="SAME")(x)
-            x = nn.max_pool(x, (3, 3), strides=(2, 2), padding="SAME")
+            # window_shape by keyword, as jax2onnx's lowering of max_pool (the ONNX export) takes it
+            x = nn.max_pool(x, window_shape=(3, 3), strides=(2, 2), padding="SAME")
             x = _ResidualBlock(ch)(x)
             x = _ResidualBlock(ch)(x)
         x = nn.relu(x)

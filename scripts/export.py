@@ -16,19 +16,27 @@ The folder holds:
   numpy, and one exported function serves any checkpoint of the same network;
 - `policy.json`: the observation and action spaces, the inputs the function takes, the run's
   config, the checkpoint's update and env step, the member, and the library and jax versions;
-- `load_policy.py`: a copy of scripts/policy_loader.py, the loader (jax and numpy only).
+- `load_policy.py`: a copy of scripts/policy_loader.py, the loader (jax and numpy only);
+- with `--onnx`, `policy.onnx`: the same greedy acting function as an ONNX model (jax2onnx; the
+  parameters inside as initializers, the batch dimension named `batch`), for runtimes that do
+  not run JAX (onnxruntime in C++, C#, Java, the browser); `load(folder, runtime="onnxruntime")`
+  runs it with onnxruntime and numpy only. An optional extra: `pip install --no-deps -r
+  requirements-onnx.txt`.
 
 Not inside: what the env does before its observation (EnvPool's frame stacking, resizing,
 grayscale; a gymnasium wrapper's), which the serving code must do as the training env did.
 A recurrent (LSTM) policy's core state is an input and an output, a flat list of [B, ...]
 arrays: `act(params, obs, state[, key]) -> (action, state)`, the loader giving the zeros an
-episode starts from. A user error (no checkpoint, a member missing) prints one line and exits
-with status 2. docs/deploy.md.
+episode starts from. A user error (no checkpoint, a member missing, an op the ONNX converter
+cannot lower, named) prints one line and exits with status 2. docs/deploy.md.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
+import importlib.util
 import json
+import logging
 import os
 import shutil
 from importlib import metadata
@@ -48,14 +56,18 @@ from scripts import policy_loader
 
 PLATFORMS = ("cpu", "cuda", "tpu")
 FORMAT = 1  # policy.json's layout
+ONNX_EXTRA = "pip install --no-deps -r requirements-onnx.txt"
 
 
 def export(path: str, output: str, *, member: int | None = None, step: int | None = None,
            greedy: bool = True, platforms: Sequence[str] = PLATFORMS,
-           imports: Sequence[str] = ()) -> str:
+           imports: Sequence[str] = (), onnx: bool = False) -> str:
     """Writes the policy of the checkpoint at `path` (a run dir, its newest checkpoint; or a
     checkpoint dir; `step`: that update's checkpoint of the run) into `output`; returns it.
-    ValueError (one line for the command line) for a user error."""
+    `onnx`: also `policy.onnx` (greedy only). ValueError (one line for the command line) for
+    a user error."""
+    if onnx:
+        _check_onnx(greedy)
     import_modules(imports)
     path, member_dir = evaluate.member_path(path)
     if step is not None:
@@ -80,20 +92,7 @@ def export(path: str, output: str, *, member: int | None = None, step: int | Non
     if any(np.any(np.asarray(x) != 0) for x in start):
         raise ValueError(f"{ckpt}: the network's initial core state is not zeros; the "
                          f"loader starts episodes from zeros.")
-
-    def act(params, observation, *rest):
-        ap = jax.tree.unflatten(treedef, params)
-        core = jax.tree.unflatten(core_tree, rest[0]) if recurrent else None
-        key = None if greedy else jax.random.wrap_key_data(rest[-1])
-        if greedy and recurrent:
-            action, core = agent.greedy_step(ap, observation, core)
-        elif greedy:
-            action = agent.greedy_step(ap, observation)
-        elif recurrent:
-            action, _, core = agent.actor_step(ap, observation, key, core)
-        else:
-            action, _ = agent.actor_step(ap, observation, key)
-        return (action, jax.tree.leaves(core)) if recurrent else action
+    act = acting_function(agent, treedef, core_tree if recurrent else None, greedy)
 
     batch, = jax_export.symbolic_shape("batch")
 
@@ -106,8 +105,15 @@ def export(path: str, output: str, *, member: int | None = None, step: int | Non
     if not greedy:
         specs.append(jax.ShapeDtypeStruct((2,), jnp.uint32))  # threefry key data
     exported = jax_export.export(jax.jit(act), platforms=tuple(platforms))(*specs)
+    # Converted before anything is written: a policy the converter cannot lower leaves no
+    # half-made folder behind.
+    onnx_model = onnx_model_of(act, leaves, obs, start if recurrent else None) if onnx else None
 
     os.makedirs(output, exist_ok=True)
+    if onnx_model is not None:
+        model, onnx_spec = onnx_model
+        with open(os.path.join(output, "policy.onnx"), "wb") as f:
+            f.write(model.SerializeToString())
     with open(os.path.join(output, "policy.stablehlo"), "wb") as f:
         f.write(exported.serialize())
     np.savez(os.path.join(output, "params.npz"),
@@ -123,10 +129,120 @@ def export(path: str, output: str, *, member: int | None = None, step: int | Non
         "checkpoint": ckpt, "update": int(meta["updates"]), "env_steps": int(meta["env_steps"]),
         "member": None if chosen is None else {"index": chosen.index, "name": chosen.name},
         "env": sections.env.name, "versions": _versions(),
+        **({"onnx": onnx_spec} if onnx_model is not None else {}),
         "config": json.loads(config.to_json())}
     with open(os.path.join(output, "policy.json"), "w") as f:
         json.dump(spec, f, indent=2)
     return output
+
+
+def _check_onnx(greedy: bool) -> None:
+    """The early errors of `--onnx`: the extra missing, a sampling policy."""
+    if not greedy:
+        raise ValueError("--onnx exports the greedy policy only: jax2onnx cannot lower "
+                         "jax.random's draw for a batch of any size; drop --sample (the "
+                         "StableHLO export samples).")
+    missing = [m for m in ("jax2onnx", "onnx") if importlib.util.find_spec(m) is None]
+    if missing:
+        raise ValueError(f"--onnx needs {' and '.join(missing)}, not installed: "
+                         f"{ONNX_EXTRA} (docs/deploy.md).")
+
+
+def acting_function(agent: Any, treedef: Any, core_tree: Any, greedy: bool):
+    """`act(params, obs[, state][, key]) -> action` (recurrent: `(action, state)`): the
+    agent's greedy step (or actor step, with `key` as threefry key data) on the actor
+    parameters' leaves `params` (`treedef`'s) and the core state as a flat list (`core_tree`'s;
+    None for a feed-forward network)."""
+    recurrent = core_tree is not None
+
+    def act(params, observation, *rest):
+        ap = jax.tree.unflatten(treedef, params)
+        core = jax.tree.unflatten(core_tree, rest[0]) if recurrent else None
+        key = None if greedy else jax.random.wrap_key_data(rest[-1])
+        if greedy and recurrent:
+            action, core = agent.greedy_step(ap, observation, core)
+        elif greedy:
+            action = agent.greedy_step(ap, observation)
+        elif recurrent:
+            action, _, core = agent.actor_step(ap, observation, key, core)
+        else:
+            action, _ = agent.actor_step(ap, observation, key)
+        return (action, jax.tree.leaves(core)) if recurrent else action
+    return act
+
+
+def onnx_model_of(act, leaves: list, obs: Any, start: list | None) -> tuple[Any, dict]:
+    """(the ONNX model of the greedy `act` with the parameters `leaves` folded in, the
+    `onnx` entry of policy.json naming its inputs and outputs). The inputs are the
+    observation's leaves then the core state's, the outputs the action's leaves then the new
+    core state's, each with the batch dimension `batch`; a leaf's `path` is its place in the
+    observation or action (dict keys, tuple indices)."""
+    obs_paths, obs_leaves, obs_tree = _with_paths(obs)
+    state = list(start or [])
+    example = act(leaves, obs, state) if start is not None else act(leaves, obs)
+    action_paths, _, _ = _with_paths(example[0] if start is not None else example)
+
+    def greedy(*inputs):
+        observation = jax.tree.unflatten(obs_tree, inputs[:len(obs_leaves)])
+        if start is None:
+            return tuple(jax.tree.leaves(act(leaves, observation)))
+        action, core = act(leaves, observation, list(inputs[len(obs_leaves):]))
+        return (*jax.tree.leaves(action), *core)
+
+    def name(prefix, path):
+        return ".".join([prefix, *map(str, path)])
+    # JAX computes in 32 bits unless x64 is on: an int64 entry (a Discrete observation) is an
+    # int32 input of the model, and the loader casts to the dtype named here.
+    specs = [jax.ShapeDtypeStruct(("batch", *np.shape(x)[1:]),
+                                  jax.dtypes.canonicalize_dtype(np.asarray(x).dtype))
+             for x in [*obs_leaves, *state]]
+    dtypes = [str(np.dtype(x.dtype)) for x in specs]
+    inputs = [{"name": name("observation", p), "path": p} for p in obs_paths]
+    inputs += [{"name": f"state.{i}"} for i in range(len(state))]
+    for entry, dtype in zip(inputs, dtypes):
+        entry["dtype"] = dtype
+    outputs = [{"name": name("action", p), "path": p} for p in action_paths]
+    outputs += [{"name": f"next_state.{i}"} for i in range(len(state))]
+    try:
+        with _quiet("jax2onnx", "onnx_ir"):
+            import jax2onnx
+            model = jax2onnx.to_onnx(greedy, specs, model_name="policy",
+                                     input_names=[i["name"] for i in inputs],
+                                     output_names=[o["name"] for o in outputs])
+    except NotImplementedError as e:  # jax2onnx names the primitive it has no lowering for
+        raise ValueError(f"--onnx: jax2onnx {metadata.version('jax2onnx')} cannot convert "
+                         f"this policy: {e}") from e
+    return model, {"file": "policy.onnx", "opset": _opset(model), "inputs": inputs,
+                   "outputs": outputs,
+                   "converter": f"jax2onnx {metadata.version('jax2onnx')}"}
+
+
+@contextlib.contextmanager
+def _quiet(*names: str):
+    """The loggers `names` at ERROR for the block: jax2onnx logs, each with a traceback, the
+    plugins for other libraries (equinox, dm_pix) it cannot import, and onnx_ir each
+    intermediate value it leaves untyped; neither bears on the model written."""
+    loggers = [logging.getLogger(n) for n in names]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)
+
+
+def _with_paths(tree: Any) -> tuple[list[list], list, Any]:
+    """(each leaf's path as a list of dict keys and sequence indices, the leaves, the
+    treedef): the path of a bare array is []."""
+    flat, treedef = jax.tree_util.tree_flatten_with_path(tree)
+    paths = [[getattr(k, "key", getattr(k, "idx", None)) for k in path] for path, _ in flat]
+    return paths, [x for _, x in flat], treedef
+
+
+def _opset(model: Any) -> int:
+    return next(o.version for o in model.opset_import if o.domain in ("", "ai.onnx"))
 
 
 def _inputs(obs: Any) -> dict:
@@ -184,6 +300,9 @@ def main(argv: list[str] | None = None) -> str:
                       help="a draw from the policy; the function then takes a key")
     p.add_argument("--platforms", default=",".join(PLATFORMS),
                    help="the platforms to lower for, comma-separated")
+    p.add_argument("--onnx", action="store_true",
+                   help="also write policy.onnx, the greedy policy as an ONNX model "
+                   f"(jax2onnx: {ONNX_EXTRA})")
     p.add_argument("--import", dest="imports", action="append", default=[],
                    help=_IMPORT_HELP)
     p.add_argument("--verbose", action="store_true", help="show a user error's traceback")
@@ -201,12 +320,13 @@ def main(argv: list[str] | None = None) -> str:
                                      else ""))
         export(args.path, output, member=args.member, step=args.checkpoint,
                greedy=args.greedy, platforms=[s for s in args.platforms.split(",") if s],
-               imports=args.imports)
+               imports=args.imports, onnx=args.onnx)
     except evaluate.USER_ERRORS as e:
         if args.verbose:
             raise
         p.exit(2, f"error: {e}\n")
-    print(f"exported: {output} (policy.stablehlo, params.npz, policy.json, load_policy.py)")
+    print(f"exported: {output} (policy.stablehlo, params.npz, policy.json, load_policy.py"
+          f"{', policy.onnx' if args.onnx else ''})")
     return output
 
 
