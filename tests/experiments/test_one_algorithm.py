@@ -23,7 +23,7 @@ import pytest
 from experiments import configs, wiring
 from podracer.validation import ConfigError
 from experiments.configs import (impala_atari, impala_classic, ppo_atari, ppo_classic,
-                                 ppo_gymnax, ppo_minatar, ppo_mujoco)
+                                 ppo_gymnax, ppo_highway, ppo_minatar, ppo_mujoco)
 
 CORES = (2, 8, 10, 16, 32, 64)
 BOTH, ONE = (1, 2), (1,)
@@ -38,6 +38,7 @@ CONFIGS = [  # (module, variant, runtime: None = the config's own, actor device 
     (ppo_classic, "debug", None, BOTH),
     (ppo_mujoco, "default", None, ONE), (ppo_mujoco, "async", None, ONE),  # 1 env: 1 device
     (ppo_mujoco, "pendulum", None, BOTH), (ppo_mujoco, "debug", None, ONE),
+    (ppo_highway, "fast", None, BOTH), (ppo_highway, "debug", None, BOTH),
     # Anakin (the configs' own runtime): no actor devices, no actor threads.
     (ppo_gymnax, "default", None, ONE), (ppo_gymnax, "debug", None, ONE),
     (ppo_minatar, "default", None, ONE), (ppo_minatar, "purejaxrl", None, ONE),
