@@ -122,12 +122,8 @@ def anchors() -> dict[str, dict[str, tuple[float, float]]]:
 
 
 def interval(task_scores: list[np.ndarray]) -> str:
-    from scripts.analysis.scores import aggregate_interval
-    point, ci = aggregate_interval(task_scores)
-    point = float(np.ravel(point)[0])
-    if ci is None:
-        return f"{point:.2f}"
-    return f"{point:.2f} [{float(np.ravel(ci[0])[0]):.2f}, {float(np.ravel(ci[1])[0]):.2f}]"
+    from scripts.analysis.scores import iqm_text
+    return iqm_text(task_scores)
 
 
 def table(rows: list[dict]) -> str:

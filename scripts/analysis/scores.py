@@ -67,6 +67,16 @@ def aggregate_interval(task_scores: list[np.ndarray], reps: int = 2000, seed: in
     return point["x"], ci["x"]
 
 
+def iqm_text(task_scores: list[np.ndarray]) -> str:
+    """"IQM [low, high]" with two decimals: `aggregate_interval`'s IQM of the runs of
+    `task_scores` and its 95% interval (the IQM alone for fewer than 2 runs)."""
+    point, ci = aggregate_interval(task_scores)
+    point = float(np.ravel(point)[0])
+    if ci is None:
+        return f"{point:.2f}"
+    return f"{point:.2f} [{float(np.ravel(ci[0])[0]):.2f}, {float(np.ravel(ci[1])[0]):.2f}]"
+
+
 def iqm_band(curves: list[dict], x: str, reps: int = 2000, seed: int = 0,
              points: int = 200) -> tuple[np.ndarray, np.ndarray, np.ndarray | None,
                                          np.ndarray | None]:
