@@ -27,10 +27,11 @@ tests/scripts/test_driving_table.py checks the committed CSV against docs/drivin
 from __future__ import annotations
 
 import argparse
-import csv
 import os
 
 import numpy as np
+
+from scripts.analysis import seed_csv
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), ".."))
 CSV = os.path.join(ROOT, "docs", "driving_ppo.csv")
@@ -72,20 +73,13 @@ def export(run_dirs: list[str], path: str, commit: str) -> list[dict]:
             at = np.searchsorted(train["step"], step, side="right") - 1
             row["train_s"] = round(float(train["time"][at]), 1)
             rows.append(row)
-    tasks = {r["task"] for r in rows}
-    kept = [r for r in read(path) if r["task"] not in tasks] if os.path.exists(path) else []
-    merged = sorted(kept + rows, key=lambda r: (TASKS.index(r["task"]), int(r["seed"]),
-                                                int(r["step"])))
-    with open(path, "w", newline="") as f:
-        writer = csv.DictWriter(f, FIELDS)
-        writer.writeheader()
-        writer.writerows(merged)
+    seed_csv.merge(path, rows, FIELDS, "task",
+                   lambda r: (TASKS.index(r["task"]), int(r["seed"]), int(r["step"])))
     return rows
 
 
 def read(path: str) -> list[dict]:
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
+    return seed_csv.read(path)
 
 
 def values(rows: list[dict], task: str, step: int, column: str) -> np.ndarray:

@@ -30,11 +30,12 @@ docs/minatar.md, docs/results.md and docs/anakin.md.
 from __future__ import annotations
 
 import argparse
-import csv
 import os
 import sys
 
 import numpy as np
+
+from scripts.analysis import seed_csv
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), ".."))
 CSV = os.path.join(ROOT, "docs", "minatar_ppo_pjx.csv")
@@ -82,20 +83,13 @@ def export(run_dirs: list[str], path: str, commit: str) -> list[dict]:
                 rows.append({"game": game, "seed": int(seed), "step": step,
                              "return_mean": round(value, 4),
                              "train_s": round(float(curve["time"][at]), 1), "commit": commit})
-    games = {r["game"] for r in rows}
-    kept = [r for r in read(path) if r["game"] not in games] if os.path.exists(path) else []
-    merged = sorted(kept + rows, key=lambda r: (GAMES.index(r["game"]), int(r["seed"]),
-                                                int(r["step"])))
-    with open(path, "w", newline="") as f:
-        writer = csv.DictWriter(f, FIELDS)
-        writer.writeheader()
-        writer.writerows(merged)
+    seed_csv.merge(path, rows, FIELDS, "game",
+                   lambda r: (GAMES.index(r["game"]), int(r["seed"]), int(r["step"])))
     return rows
 
 
 def read(path: str) -> list[dict]:
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
+    return seed_csv.read(path)
 
 
 def scores(rows: list[dict], game: str, step: int) -> np.ndarray:
