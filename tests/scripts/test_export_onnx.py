@@ -149,10 +149,13 @@ class _Whitened(nn.Module):
 
 
 def test_a_network_the_converter_cannot_lower_is_refused_naming_the_op():
-    networks.register_torso("onnx_test_eigh", _Whitened, overwrite=True)
-    obs = _observations(VECTOR, np.random.default_rng(0))
-    act, leaves, start = _greedy(dict(torso="onnx_test_eigh"), VECTOR, spaces.Discrete(3),
-                                 obs)
-    with pytest.raises(ValueError, match=r"--onnx: jax2onnx .* cannot convert this "
-                       r"policy: .*eigh"):
-        export.onnx_model_of(act, leaves, obs, start)
+    networks.register_torso("onnx_test_eigh", _Whitened)
+    try:
+        obs = _observations(VECTOR, np.random.default_rng(0))
+        act, leaves, start = _greedy(dict(torso="onnx_test_eigh"), VECTOR,
+                                     spaces.Discrete(3), obs)
+        with pytest.raises(ValueError, match=r"--onnx: jax2onnx .* cannot convert this "
+                           r"policy: .*eigh"):
+            export.onnx_model_of(act, leaves, obs, start)
+    finally:
+        networks.TORSOS.unregister("onnx_test_eigh")
