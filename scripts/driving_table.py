@@ -41,6 +41,9 @@ COLUMNS = {"eval_return": "eval/return_mean", "eval_crash_rate": "eval/crashed",
            "eval_success_rate": "eval/is_success", "eval_speed": "eval/speed",
            "train_return": "episode/return_mean", "train_crash_rate": "episode/crashed"}
 FIELDS = ("task", "seed", "step", *COLUMNS, "train_s", "commit")
+HEADERS = {"eval_return": "greedy eval: return", "eval_crash_rate": "crash rate",
+           "eval_success_rate": "success rate", "eval_speed": "speed (m/s)",
+           "train_return": "training: return", "train_crash_rate": "crash rate"}
 
 
 def export(run_dirs: list[str], path: str, commit: str) -> list[dict]:
@@ -98,18 +101,15 @@ def table(rows: list[dict]) -> str:
         mine = [r for r in rows if r["task"] == task]
         steps = sorted({int(r["step"]) for r in mine})
         shown = [c for c in COLUMNS if any(r[c] != "" for r in mine)]
-        names = {"eval_return": "greedy eval: return", "eval_crash_rate": "crash rate",
-                 "eval_success_rate": "success rate", "eval_speed": "speed (m/s)",
-                 "train_return": "training: return", "train_crash_rate": "crash rate"}
         out += [f"{task}, IQM over seeds [95% CI]:", "",
-                "| env steps | seeds | " + " | ".join(names[c] for c in shown) + " |",
+                "| env steps | seeds | " + " | ".join(HEADERS[c] for c in shown) + " |",
                 "|---:|---:|" + "---:|" * len(shown)]
         for step in steps:
             cells = [iqm_text([values(mine, task, step, c)]) for c in shown]
             seeds = len(values(mine, task, step, "eval_return"))
             out.append(f"| {step:,} | {seeds} | " + " | ".join(cells) + " |")
         last = steps[-1]
-        spans = ", ".join(f"{names[c]} {v.min():.2f}-{v.max():.2f}" for c in shown
+        spans = ", ".join(f"{HEADERS[c]} {v.min():.2f}-{v.max():.2f}" for c in shown
                           for v in [values(mine, task, last, c)])
         seconds = values(mine, task, last, "train_s")
         out += ["", f"At {last:,} steps, min-max over seeds: {spans}; training time per seed "

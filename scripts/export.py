@@ -179,7 +179,8 @@ def onnx_model_of(act, leaves: list, obs: Any, start: list | None) -> tuple[Any,
     observation or action (dict keys, tuple indices)."""
     obs_paths, obs_leaves, obs_tree = _with_paths(obs)
     state = list(start or [])
-    example = act(leaves, obs, state) if start is not None else act(leaves, obs)
+    # The action's structure from shapes alone: no eager run of the network.
+    example = jax.eval_shape(act, leaves, obs, *([state] if start is not None else []))
     action_paths, _, _ = _with_paths(example[0] if start is not None else example)
 
     def greedy(*inputs):
