@@ -3,25 +3,26 @@
     python -m scripts.driving_table export runs/highway_fast_ppo/s* --commit <sha> \\
         [--csv docs/driving_ppo.csv]
     python -m scripts.driving_table table [--csv docs/driving_ppo.csv]
-    python -m scripts.driving_table baselines --task HighwayFast-v0 [--episodes 1000]
+    python -m scripts.driving_table baselines [--task Racetrack-v0] [--episodes 1000]
 
 `export` reads single-seed run dirs (Sebulba runs one seed per process) of the highway family
-and writes, per task, seed and evaluation the run logged (`eval/*`: the greedy policy over
-`eval_episodes` whole games; a run with evaluations ends with one of its final policy): the
-mean return, the crash rate (`eval/crashed`, the share of games that ended in a crash, from
-`env.episode_metrics="crashed:max"`), the success rate where the env reports one
-(`eval/is_success`, Parking), the mean speed; beside them the training view at that update
-(`episode/*`: the last 100 training games, played by the sampling policy) and the training
-seconds; the commit the runs were made at goes with each row. The rows of the tasks it reads
-replace those in the CSV; the others are kept.
+and writes, per task, seed and evaluation the run logged (`eval/*`: `eval_episodes` whole games
+of the run's `eval_policy`, greedy or sample; a run with evaluations ends with one of its final
+policy): the mean return, the crash rate (`eval/crashed`, the share of games that ended in a
+crash, from `env.episode_metrics="crashed:max"`), the success rate where the env reports one
+(`eval/is_success`, Parking), the mean speed and steps per game; beside them the training view
+at that update (`episode/*`: the last 100 training games, played by the sampling policy) and
+the training seconds; the commit the runs were made at goes with each row. The rows of the
+tasks it reads replace those in the CSV; the others are kept.
 `table` recomputes from the CSV alone: per task and evaluation step the IQM over seeds with
 its 95% stratified-bootstrap interval (rliable, 2,000 resamples, bootstrap seed 0) of each
 column, then per task the min-max of the last step's and the median training time.
-`baselines` plays the policies a learned one must beat on a task with discrete actions: a
-uniformly random one and each constant action (highway-env's meta-actions: LANE_LEFT, IDLE,
-LANE_RIGHT, FASTER, SLOWER), the first game of each of `--episodes` envs (EnvPool seeds
-0..episodes-1 from `--seed`), with the mean return and its standard error, the crash rate and
-the mean speed.
+`baselines` plays the policies a learned one must beat: a uniformly random one and each
+constant action (highway-env's meta-actions LANE_LEFT, IDLE, LANE_RIGHT, FASTER, SLOWER; the
+zero action of a continuous task: steering straight, standing still), the first game of each
+of `--episodes` envs (EnvPool seeds 0..episodes-1 from `--seed`), with the mean return and its
+standard error, the crash rate, the success rate where the env reports one, the mean speed and
+the steps per game.
 tests/scripts/test_driving_table.py checks the committed CSV against docs/driving.md.
 """
 from __future__ import annotations
@@ -35,15 +36,18 @@ from scripts.analysis import seed_csv
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), ".."))
 CSV = os.path.join(ROOT, "docs", "driving_ppo.csv")
-TASKS = ("HighwayFast-v0", "Highway-v0", "Intersection-v1", "Parking-v0")
-# CSV column <- metric (eval: the greedy evaluation; train: the last 100 training games).
+TASKS = ("HighwayFast-v0", "Highway-v0", "Racetrack-v0", "Parking-v0")
+# CSV column <- metric (eval: the evaluation; train: the last 100 training games).
 COLUMNS = {"eval_return": "eval/return_mean", "eval_crash_rate": "eval/crashed",
            "eval_success_rate": "eval/is_success", "eval_speed": "eval/speed",
-           "train_return": "episode/return_mean", "train_crash_rate": "episode/crashed"}
-FIELDS = ("task", "seed", "step", *COLUMNS, "train_s", "commit")
-HEADERS = {"eval_return": "greedy eval: return", "eval_crash_rate": "crash rate",
+           "eval_length": "eval/length_mean",
+           "train_return": "episode/return_mean", "train_crash_rate": "episode/crashed",
+           "train_success_rate": "episode/is_success"}
+FIELDS = ("task", "seed", "step", "eval_policy", *COLUMNS, "train_s", "commit")
+HEADERS = {"eval_return": "eval: return", "eval_crash_rate": "crash rate",
            "eval_success_rate": "success rate", "eval_speed": "speed (m/s)",
-           "train_return": "training: return", "train_crash_rate": "crash rate"}
+           "eval_length": "steps per game", "train_return": "training: return",
+           "train_crash_rate": "crash rate", "train_success_rate": "success rate"}
 
 
 def export(run_dirs: list[str], path: str, commit: str) -> list[dict]:
@@ -67,7 +71,8 @@ def export(run_dirs: list[str], path: str, commit: str) -> list[dict]:
                              f"--config.env.episode_metrics=crashed:max.")
         train = curves["train_return"]
         for step in evaluations["step"]:
-            row = {"task": task, "seed": int(seed), "step": int(step), "commit": commit}
+            row = {"task": task, "seed": int(seed), "step": int(step), "commit": commit,
+                   "eval_policy": config.get("eval_policy", "greedy")}
             for column, curve in curves.items():
                 value = (None if curve is None else
                          rundir.curve_value_at(curve, step) if column.startswith("train")
@@ -101,7 +106,8 @@ def table(rows: list[dict]) -> str:
         mine = [r for r in rows if r["task"] == task]
         steps = sorted({int(r["step"]) for r in mine})
         shown = [c for c in COLUMNS if any(r[c] != "" for r in mine)]
-        out += [f"{task}, IQM over seeds [95% CI]:", "",
+        policies = " and ".join(sorted({r["eval_policy"] for r in mine}))
+        out += [f"{task}, evaluation by the {policies} policy, IQM over seeds [95% CI]:", "",
                 "| env steps | seeds | " + " | ".join(HEADERS[c] for c in shown) + " |",
                 "|---:|---:|" + "---:|" * len(shown)]
         for step in steps:
@@ -121,34 +127,59 @@ def table(rows: list[dict]) -> str:
 META_ACTIONS = ("LANE_LEFT", "IDLE", "LANE_RIGHT", "FASTER", "SLOWER")
 
 
+def _policies(space, rng: np.random.Generator, episodes: int) -> dict:
+    """name -> (a batch of actions per step): the uniformly random policy and the constant
+    ones (each discrete action; the zero action of a Box, e.g. steering straight)."""
+    if hasattr(space, "n"):
+        n = int(space.n)
+        names = META_ACTIONS if n == len(META_ACTIONS) else tuple(map(str, range(n)))
+        policies = {"uniformly random": lambda: rng.integers(0, n, episodes)}
+        for action in range(n):
+            policies[f"always {names[action]}"] = (
+                lambda a=action: np.full(episodes, a))
+        return policies
+    low, high = np.broadcast_to(space.low, space.shape), np.broadcast_to(space.high, space.shape)
+    return {"uniformly random": lambda: rng.uniform(low, high, (episodes, *space.shape)
+                                                    ).astype(space.dtype),
+            "always zero": lambda: np.zeros((episodes, *space.shape), space.dtype)}
+
+
 def baselines(task: str, episodes: int, seed: int = 0) -> str:
     """A Markdown table of the uniformly random and the constant policies on `task`: the
-    first game of each of `episodes` envs."""
+    first game of each of `episodes` envs, the same games for each policy (the envs made
+    afresh with the same seeds)."""
     import envpool
-    env = envpool.make_gymnasium(task, num_envs=episodes, seed=seed)
-    n = int(env.action_space.n)
-    names = META_ACTIONS if n == len(META_ACTIONS) else tuple(map(str, range(n)))
-    rng = np.random.default_rng(seed)
+
+    def make():
+        env = envpool.make_gymnasium(task, num_envs=episodes, seed=seed)
+        return env, env.reset()[1]
+    env, info = make()
+    success = "is_success" in info
+    policies = _policies(env.action_space, np.random.default_rng(seed), episodes)
     out = [f"{task}, the first game of each of {episodes} envs:", "",
-           "| policy | return (mean ± s.e.) | crash rate | speed (m/s) |", "|---|---:|---:|---:|"]
-    for action in (None, *range(n)):
-        env.reset()
-        ret, crashed = np.zeros(episodes), np.zeros(episodes, bool)
+           "| policy | return (mean ± s.e.) | crash rate | " + ("success rate | " * success)
+           + "speed (m/s) | steps per game |", "|---|---:|---:|" + "---:|" * (2 + success)]
+    for i, (name, act) in enumerate(policies.items()):
+        if i:
+            env, _ = make()
+        ret, length = np.zeros(episodes), np.zeros(episodes)
+        crashed, succeeded = np.zeros(episodes, bool), np.zeros(episodes, bool)
         done = np.zeros(episodes, bool)
-        speed, steps = 0.0, 0
+        speed = 0.0
         while not done.all():
-            act = rng.integers(0, n, episodes) if action is None else np.full(episodes, action)
-            _, reward, terminated, truncated, info = env.step(act)
+            _, reward, terminated, truncated, info = env.step(act())
             live = ~done  # EnvPool resets a finished env on its next step: not counted
             ret += np.where(live, reward, 0.0)
+            length += live
             crashed |= live & np.asarray(info["crashed"], bool)
+            if success:
+                succeeded |= live & np.asarray(info["is_success"], bool)
             speed += float(np.sum(np.where(live, info["speed"], 0.0)))
-            steps += int(live.sum())
             done |= terminated | truncated
-        name = "uniformly random" if action is None else f"always {names[action]}"
+        env.close()
         out.append(f"| {name} | {ret.mean():.2f} ± {ret.std(ddof=1) / np.sqrt(episodes):.2f} "
-                   f"| {crashed.mean():.3f} | {speed / steps:.1f} |")
-    env.close()
+                   f"| {crashed.mean():.3f} | " + (f"{succeeded.mean():.3f} | " * success)
+                   + f"{speed / length.sum():.1f} | {length.mean():.1f} |")
     return "\n".join(out)
 
 
@@ -162,7 +193,7 @@ def main(argv: list[str] | None = None) -> str:
     tb = sub.add_parser("table", help="the Markdown tables from the CSV")
     tb.add_argument("--csv", default=CSV)
     bl = sub.add_parser("baselines", help="random and constant policies on a task")
-    bl.add_argument("--task", default=TASKS[0], choices=TASKS[:2])
+    bl.add_argument("--task", default=TASKS[0], choices=TASKS)
     bl.add_argument("--episodes", type=int, default=1000)
     bl.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)

@@ -3,9 +3,13 @@
     python experiments/train.py --config=experiments/configs/ppo_highway.py   # HighwayFast-v0
 
 Variants: `fast` (default; `HighwayFast-v0`: 5x5 kinematics observation of the 5 nearest
-vehicles, 5 discrete meta-actions, 30 one-second steps per game), `debug` (a few updates). The
-results, commands and wall times are in docs/driving.md; the continuous and goal-conditioned
-tasks (Intersection-v1, Parking-v0) are its next parts.
+vehicles, 5 discrete meta-actions, 30 one-second steps per game), `racetrack`
+(`Racetrack-v0`: a 2x12x12 occupancy grid of presence and road around the car, continuous
+steering in [-1, 1] at a set speed, up to 1,500 steps at 5 Hz, ended by leaving the road or
+a crash), `parking` (`Parking-v0`: goal-conditioned, a dict observation of the
+ego state, the achieved and the desired goal, continuous throttle and steering, up to 500
+steps at 5 Hz, success when the car rests in its slot), `debug` (a few updates). The results,
+commands and wall times are in docs/driving.md.
 
 The settings are highway-env's own PPO script for this task, [H] `scripts/sb3_highway_ppo.py`
 (Farama-Foundation/HighwayEnv, commit 23d7d0c): Stable-Baselines3 PPO with 6 envs x
@@ -14,14 +18,19 @@ epochs, lr 5e-4, gamma 0.8, separate policy and value MLPs of [256, 256]; the re
 Stable-Baselines3's PPO defaults [S] (stable_baselines3/ppo/ppo.py and
 common/policies.py: gae_lambda 0.95, clip 0.2, no value clipping, ent_coef 0, vf_coef 0.5,
 max_grad_norm 0.5, advantages normalised per minibatch, a constant learning rate, Adam eps
-1e-5, tanh MLPs with orthogonal init). [H] trains for 20k steps; the table runs 200k.
+1e-5, tanh MLPs with orthogonal init; Box actions a diagonal Gaussian with a learned
+log-std vector starting at 0, clipped to the bounds). [H] trains for 20k steps; the tables run
+200k. Racetrack-v0 takes highway-env's PPO script for it, [R] `scripts/sb3_racetracks_ppo.py`
+(the same commit): [H]'s settings but gamma 0.9, trained for 100k steps. highway-env has no
+PPO script for Parking-v0: it keeps [H]'s settings with the discount of the task's own script
+([P] `scripts/parking_her.ipynb`, SAC with hindsight relabelling: gamma 0.95).
 """
 import ml_collections
 
 from agents.ppo.config import PPOConfig
 from experiments.configs.common import agent_fields, network_fields, runtime_fields, vector_env
 
-VARIANTS = ("fast", "debug")
+VARIANTS = ("fast", "racetrack", "parking", "debug")
 
 
 def get_config(variant: str = "fast") -> ml_collections.ConfigDict:
@@ -61,8 +70,22 @@ def get_config(variant: str = "fast") -> ml_collections.ConfigDict:
         value_cost=1.0,
         max_grad_norm=0.5,             # [S]
         adam_eps=1e-5,                 # [S]
-        reward_clip=0.0,               # [S] rewards as the env gives them (in [0, 1] here)
+        reward_clip=0.0,               # [S] rewards as the env gives them
     ))
+    if variant == "racetrack":
+        config.env.name = "Racetrack-v0"
+        config.agent.discount = 0.9                 # [R] gamma
+        # EnvPool 1.2.5's Racetrack-v0 starts every game from the same state (highway-env's
+        # Python one places the other car at random): a greedy policy would play one game
+        # 100 times, so the evaluation samples its actions.
+        config.eval_policy = "sample"
+        config.eval_num_envs = 50
+    if variant == "parking":
+        config.env.name = "Parking-v0"
+        config.env.episode_metrics = "crashed:max,is_success:max,speed:mean"
+        # [P] gamma; the dict observation's three vectors are concatenated by the MLP torso,
+        # as Stable-Baselines3's MultiInputPolicy does.
+        config.agent.discount = 0.95
     if variant == "debug":
         config.total_env_steps = 3 * 768
         config.eval_every_updates = 2

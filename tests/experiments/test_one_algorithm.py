@@ -38,7 +38,8 @@ CONFIGS = [  # (module, variant, runtime: None = the config's own, actor device 
     (ppo_classic, "debug", None, BOTH),
     (ppo_mujoco, "default", None, ONE), (ppo_mujoco, "async", None, ONE),  # 1 env: 1 device
     (ppo_mujoco, "pendulum", None, BOTH), (ppo_mujoco, "debug", None, ONE),
-    (ppo_highway, "fast", None, BOTH), (ppo_highway, "debug", None, BOTH),
+    (ppo_highway, "fast", None, BOTH), (ppo_highway, "racetrack", None, BOTH),
+    (ppo_highway, "parking", None, BOTH), (ppo_highway, "debug", None, BOTH),
     # Anakin (the configs' own runtime): no actor devices, no actor threads.
     (ppo_gymnax, "default", None, ONE), (ppo_gymnax, "debug", None, ONE),
     (ppo_minatar, "default", None, ONE), (ppo_minatar, "purejaxrl", None, ONE),

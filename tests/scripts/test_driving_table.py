@@ -24,7 +24,8 @@ def test_the_docs_tables_are_the_committed_csv():
 def _run(path, seed, task="HighwayFast-v0", crash=True, evaluations=True):
     """A single-seed run dir: updates of 100 steps with training rows, an evaluation every 2."""
     path.mkdir(parents=True)
-    (path / "config.json").write_text(json.dumps({"seed": seed, "env": {"name": task}}))
+    (path / "config.json").write_text(json.dumps({"seed": seed, "env": {"name": task},
+                                                  "eval_policy": "sample"}))
     with open(path / "metrics.jsonl", "w") as f:
         for update in range(1, 5):
             step = 100 * update
@@ -34,7 +35,7 @@ def _run(path, seed, task="HighwayFast-v0", crash=True, evaluations=True):
             if evaluations and update % 2 == 0:
                 f.write(json.dumps({"step": step, "time": 1000.5 + update,
                                     "eval/return_mean": 20.0 + update + seed,
-                                    "eval/speed": 25.0,
+                                    "eval/speed": 25.0, "eval/length_mean": 30.0,
                                     **({"eval/crashed": 0.1 * update} if crash else {})})
                         + "\n")
 
@@ -42,8 +43,8 @@ def _run(path, seed, task="HighwayFast-v0", crash=True, evaluations=True):
 def test_export_writes_one_row_per_evaluation_and_keeps_other_tasks(tmp_path):
     path = tmp_path / "driving.csv"
     path.write_text(",".join(driving_table.FIELDS) + "\n"
-                    "Parking-v0,0,100,1,,0.5,1,1,,5.0,abc\n"
-                    "HighwayFast-v0,9,100,1,0,,1,1,0,5.0,abc\n")
+                    "Parking-v0,0,100,greedy,1,,0.5,1,50,1,,0,5.0,abc\n"
+                    "HighwayFast-v0,9,100,greedy,1,0,,1,30,1,0,,5.0,abc\n")
     for seed in (0, 1):
         _run(tmp_path / f"s{seed}", seed)
     rows = driving_table.export([str(tmp_path / "s0"), str(tmp_path / "s1")], str(path),
@@ -53,13 +54,18 @@ def test_export_writes_one_row_per_evaluation_and_keeps_other_tasks(tmp_path):
     assert first["eval_return"] == 22.0 and first["eval_crash_rate"] == 0.2
     assert first["eval_success_rate"] == "" and first["train_return"] == 12.0
     assert first["train_s"] == 1.0 and first["commit"] == "deadbeef"
+    assert first["eval_policy"] == "sample" and first["eval_length"] == 30.0
     kept = driving_table.read(str(path))
     # HighwayFast's old rows replaced by the new runs', Parking's kept.
     assert [(r["task"], r["seed"]) for r in kept] == [("HighwayFast-v0", "0")] * 2 + [
         ("HighwayFast-v0", "1")] * 2 + [("Parking-v0", "0")]
     text = driving_table.table(kept)
     assert "| 400 | 2 | 24.50 [24.00, 25.00] | 0.40 [0.40, 0.40] |" in text
-    assert "success rate" in text  # Parking's column, its table only
+    assert "HighwayFast-v0, evaluation by the sample policy" in text
+    assert "Parking-v0, evaluation by the greedy policy" in text
+    fast, parking = [line for line in text.splitlines() if line.startswith("| env steps")]
+    # Parking's success-rate columns (evaluation and training), its table only.
+    assert "success rate" not in fast and parking.count("success rate") == 2
 
 
 @pytest.mark.parametrize("what,kwargs", [
@@ -83,6 +89,19 @@ def test_the_baselines_play_whole_first_games_of_each_policy():
         # 30 steps at most, a normalised reward in [0, 1] per step; a share of 16 games.
         assert 0.0 < mean <= 30.0 and 0.0 <= crash <= 1.0
         assert abs(crash * 16 - round(crash * 16)) < 0.01  # printed with 3 decimals
-    speeds = {r[0]: float(r[3].rstrip(" |")) for r in rows}
+        assert 1.0 <= float(row[4].rstrip(" |")) <= 30.0  # steps per game
+    speeds = {r[0]: float(r[3]) for r in rows}
     # The meta-actions are highway-env's: always FASTER drives faster than always SLOWER.
     assert speeds["| always FASTER"] > speeds["| always SLOWER"] + 3.0
+
+
+def test_the_baselines_of_a_box_action_task_and_its_success_rate():
+    text = driving_table.baselines("Parking-v0", episodes=8)
+    assert "| success rate |" in text
+    rows = {line.split(" | ")[0]: line.split(" | ") for line in text.splitlines()
+            if line.startswith("| u") or line.startswith("| a")}
+    assert set(rows) == {"| uniformly random", "| always zero"}
+    # Standing still never crashes and never parks: the game runs its 500 steps.
+    zero = rows["| always zero"]
+    assert float(zero[2]) == 0.0 and float(zero[3]) == 0.0
+    assert float(zero[5].rstrip(" |")) == 500.0
