@@ -23,7 +23,7 @@ zero action of a continuous task: steering straight, standing still), the first 
 of `--episodes` envs (EnvPool seeds 0..episodes-1 from `--seed`), with the mean return and its
 standard error, the crash rate, the success rate where the env reports one, the mean speed and
 the steps per game.
-tests/scripts/test_driving_table.py checks the committed CSV against docs/driving.md.
+tests/slow/scripts/test_driving_tables.py checks the committed CSV against docs/driving.md.
 """
 from __future__ import annotations
 
@@ -115,7 +115,7 @@ def table(rows: list[dict]) -> str:
             seeds = len(values(mine, task, step, "eval_return"))
             out.append(f"| {step:,} | {seeds} | " + " | ".join(cells) + " |")
         last = steps[-1]
-        spans = ", ".join(f"{HEADERS[c]} {v.min():.2f}-{v.max():.2f}" for c in shown
+        spans = ", ".join(f"{HEADERS[c]} {v.min():.2f} to {v.max():.2f}" for c in shown
                           for v in [values(mine, task, last, c)])
         seconds = values(mine, task, last, "train_s")
         out += ["", f"At {last:,} steps, min-max over seeds: {spans}; training time per seed "

@@ -8,7 +8,7 @@ vehicles, 5 discrete meta-actions, 30 one-second steps per game), `racetrack`
 steering in [-1, 1] at a set speed, up to 1,500 steps at 5 Hz, ended by leaving the road or
 a crash), `parking` (`Parking-v0`: goal-conditioned, a dict observation of the
 ego state, the achieved and the desired goal, continuous throttle and steering, up to 500
-steps at 5 Hz, success when the car rests in its slot), `debug` (a few updates). The results,
+steps at 5 Hz, success when the car is in its slot), `debug` (a few updates). The results,
 commands and wall times are in docs/driving.md.
 
 The settings are highway-env's own PPO script for this task, [H] `scripts/sb3_highway_ppo.py`

@@ -1,5 +1,5 @@
-"""Runs the tested code blocks of the how-to pages (docs/howto_*.md, docs/deploy.md), so the
-docs cannot rot.
+"""Runs the tested code blocks of the how-to pages (docs/howto_*.md, docs/deploy.md) and of
+docs/driving.md, so the docs cannot rot.
 
 A block is tested when the line before its ```python fence is `<!-- test -->` (invisible when
 rendered). The blocks of one page run in order in one namespace, like a notebook, from a
@@ -11,7 +11,7 @@ import re
 import pytest
 
 DOCS = os.path.join(os.path.dirname(__file__), "..", "..", "docs")
-PAGES = ("howto_env.md", "howto_network.md", "howto_agent.md", "deploy.md")
+PAGES = ("howto_env.md", "howto_network.md", "howto_agent.md", "deploy.md", "driving.md")
 _BLOCK = re.compile(r"<!-- test -->\n```python\n(.*?)```", re.DOTALL)
 
 
