@@ -56,6 +56,9 @@ def export(run_dirs: list[str], path: str, commit: str) -> list[dict]:
     from scripts.analysis import rundir
     rows = []
     for run in run_dirs:
+        if not os.path.isdir(run):
+            raise SystemExit(f"driving_table: {run!r} is not a run directory (one with "
+                             f"config.json and metrics.jsonl).")
         config = rundir.read_json(os.path.join(run, "config.json")) or {}
         task, seed = config.get("env", {}).get("name", ""), config.get("seed")
         if task not in TASKS or seed is None:
@@ -149,19 +152,15 @@ def baselines(task: str, episodes: int, seed: int = 0) -> str:
     first game of each of `episodes` envs, the same games for each policy (the envs made
     afresh with the same seeds)."""
     import envpool
-
-    def make():
-        env = envpool.make_gymnasium(task, num_envs=episodes, seed=seed)
-        return env, env.reset()[1]
-    env, info = make()
-    success = "is_success" in info
-    policies = _policies(env.action_space, np.random.default_rng(seed), episodes)
+    probe = envpool.make_gymnasium(task, num_envs=1, seed=seed)
+    success, space = "is_success" in probe.reset()[1], probe.action_space
+    probe.close()
     out = [f"{task}, the first game of each of {episodes} envs:", "",
            "| policy | return (mean ± s.e.) | crash rate | " + ("success rate | " * success)
            + "speed (m/s) | steps per game |", "|---|---:|---:|" + "---:|" * (2 + success)]
-    for i, (name, act) in enumerate(policies.items()):
-        if i:
-            env, _ = make()
+    for name, act in _policies(space, np.random.default_rng(seed), episodes).items():
+        env = envpool.make_gymnasium(task, num_envs=episodes, seed=seed)
+        env.reset()
         ret, length = np.zeros(episodes), np.zeros(episodes)
         crashed, succeeded = np.zeros(episodes, bool), np.zeros(episodes, bool)
         done = np.zeros(episodes, bool)

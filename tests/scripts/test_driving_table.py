@@ -65,6 +65,13 @@ def test_export_refuses_a_run_without_what_the_table_needs(tmp_path, what, kwarg
         driving_table.export([str(tmp_path / "run")], str(tmp_path / "out.csv"), "x")
 
 
+def test_export_refuses_a_path_that_is_not_a_run_directory(tmp_path):
+    log = tmp_path / "s0.log"  # what `runs/x/s*` also matches beside the run dirs
+    log.write_text("training log")
+    with pytest.raises(SystemExit, match="is not a run directory"):
+        driving_table.export([str(log)], str(tmp_path / "out.csv"), "x")
+
+
 def test_the_baselines_play_whole_first_games_of_each_policy():
     text = driving_table.baselines("HighwayFast-v0", episodes=16)
     rows = [line.split(" | ") for line in text.splitlines() if line.startswith("| always")
