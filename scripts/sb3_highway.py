@@ -13,7 +13,8 @@ n_steps 128, batch 64, 10 epochs, lr 5e-4, gamma 0.8) on the Python `highway-fas
 library's `experiments/configs/ppo_highway.py` (the same settings, field by field) on EnvPool's
 `HighwayFast-v0`, each a process of its own, with the wall time of each from its start to its
 policy saved (imports, compilation and env start included; SB3 does no evaluation, this
-library's run ends with its 100-game evaluation, under 1 s) and the load average before it.
+library's run ends with its 100-game evaluation, under 1 s) and the 1-minute load average
+before it (which still counts the run before: a record, not a measure of other work).
 This library's policy is then exported as ONNX (`python -m scripts.export --onnx`).
 `evaluate` plays both libraries' final policies greedily (SB3's `predict(deterministic=True)`,
 the export's ONNX model) on both simulators, the same games for every policy: the first game
@@ -44,9 +45,13 @@ CSV = os.path.join(ROOT, "docs", "driving_sb3.csv")
 PYTHON_ID, ENVPOOL_ID = "highway-fast-v0", "HighwayFast-v0"
 SIMULATORS = ("python", "envpool")
 LIBRARIES = ("sb3", "ours")
-# What each library's label reads in the tables.
-NAMES = {"sb3": "Stable-Baselines3 PPO on Python highway-env",
-         "ours": "this library's PPO on EnvPool"}
+# The policies a learned one must beat, played on the same games of both simulators: beside
+# the trained ones they show how far the two simulators' games agree. name -> meta-action.
+BASELINES = {"always SLOWER": 4, "always IDLE": 1, "uniformly random": None}
+# What each policy's label reads in the tables.
+NAMES = {"sb3": "Stable-Baselines3 PPO, trained on Python highway-env",
+         "ours": "this library's PPO, trained on EnvPool",
+         **{name: name for name in BASELINES}}
 FIELDS = ("library", "seed", "steps", "wall_s", "load", "simulator", "episodes", "return",
           "crash_rate", "speed", "length", "commit")
 # [H] scripts/sb3_highway_ppo.py: n_cpu, batch_size and the PPO arguments.
@@ -101,9 +106,11 @@ def run(seeds: list[int], steps: int, out: str, python: str) -> list[dict]:
         walls.append({"library": "sb3", "seed": seed, "steps": done, "wall_s": wall,
                       "load": load, "dir": sb3_dir})
         ours_dir = os.path.join(out, "ours", f"s{seed}")
+        # SB3 ends at the end of the rollout that reaches `steps` (27 x 768 = 20,736 for 20k):
+        # this library runs to the same step.
         wall, load = _timed([python, "experiments/train.py",
                              "--config=experiments/configs/ppo_highway.py",
-                             f"--config.seed={seed}", f"--config.total_env_steps={steps}",
+                             f"--config.seed={seed}", f"--config.total_env_steps={done}",
                              f"--config.run_dir={ours_dir}"])
         with open(os.path.join(ours_dir, "summary.json")) as f:
             done = json.load(f)["env_steps"]
@@ -174,25 +181,41 @@ def _policy(library: str, run_dir: str):
     return lambda obs: np.asarray(policy(np.asarray(obs, np.float32))[0])
 
 
+def _baseline(action: int | None, episodes: int, seed: int):
+    """act(obs) of a constant meta-action, or (None) a uniformly random one."""
+    rng = np.random.default_rng(seed)
+    if action is None:
+        return lambda obs: rng.integers(0, 5, episodes)
+    return lambda obs: np.full(episodes, action)
+
+
 def evaluate(out: str, episodes: int, seed: int, commit: str, path: str = CSV) -> list[dict]:
-    """Every run of `out`/walls.json on both simulators; its rows replace the CSV's."""
+    """Every run of `out`/walls.json and the BASELINES on both simulators, the same games for
+    each; the rows are written to the CSV at `path` (replacing it)."""
     with open(os.path.join(out, "walls.json")) as f:
         walls = json.load(f)
+    walls += [{"library": name, "seed": "", "steps": 0, "wall_s": "", "load": ""}
+              for name in BASELINES]
     rows = []
     for w in walls:
-        act = _policy(w["library"], w["dir"])
         for simulator in SIMULATORS:
+            act = (_baseline(BASELINES[w["library"]], episodes, seed)
+                   if w["library"] in BASELINES else _policy(w["library"], w["dir"]))
             games = first_games(make_envs(simulator, episodes, seed), act, episodes)
             rows.append({"library": w["library"], "seed": w["seed"], "steps": w["steps"],
-                         "wall_s": round(w["wall_s"], 2), "load": round(w["load"], 2),
+                         "wall_s": _round(w["wall_s"]), "load": _round(w["load"]),
                          "simulator": simulator, "episodes": episodes,
-                         "return": round(float(games["return"].mean()), 4),
-                         "crash_rate": round(float(games["crashed"].mean()), 4),
-                         "speed": round(float(games["speed"].mean()), 4),
-                         "length": round(float(games["length"].mean()), 4), "commit": commit})
+                         "return": _round(games["return"].mean(), 4),
+                         "crash_rate": _round(games["crashed"].mean(), 4),
+                         "speed": _round(games["speed"].mean(), 4),
+                         "length": _round(games["length"].mean(), 4), "commit": commit})
             print(rows[-1], flush=True)
     write(rows, path)
     return rows
+
+
+def _round(value, digits: int = 2):
+    return value if value == "" else round(float(value), digits)
 
 
 def write(rows: list[dict], path: str = CSV) -> None:
@@ -208,6 +231,9 @@ def read(path: str = CSV) -> list[dict]:
 
 
 def _cell(values: np.ndarray, digits: int) -> str:
+    """The mean, and the min to max where there are several values."""
+    if len(values) == 1:
+        return f"{values[0]:.{digits}f}"
     return (f"{values.mean():.{digits}f} ({values.min():.{digits}f} to "
             f"{values.max():.{digits}f})")
 
@@ -218,26 +244,33 @@ def table(rows: list[dict]) -> str:
     out = ["| policy | played on | seeds | return | crash rate | speed (m/s) | steps per game |",
            "|---|---|---:|---:|---:|---:|---:|"]
     walls = {}
-    for library in LIBRARIES:
+    for library in (*LIBRARIES, *BASELINES):
         for simulator in SIMULATORS:
             sel = [r for r in rows if r["library"] == library and r["simulator"] == simulator]
             if not sel:
                 continue
-            col = {c: np.array([float(r[c]) for r in sel])
-                   for c in ("return", "crash_rate", "speed", "length", "wall_s", "steps")}
+            columns = ("return", "crash_rate", "speed", "length") + (
+                ("wall_s", "steps", "seed") if library in LIBRARIES else ())
+            col = {c: np.array([float(r[c]) for r in sel]) for c in columns}
             played = "Python highway-env" if simulator == "python" else "EnvPool"
-            out.append(f"| {NAMES[library]} | {played} | {len(sel)} | "
+            seeds = len(sel) if library in LIBRARIES else "-"
+            out.append(f"| {NAMES[library]} | {played} | {seeds} | "
                        f"{_cell(col['return'], 2)} | {_cell(col['crash_rate'], 2)} | "
                        f"{_cell(col['speed'], 1)} | {_cell(col['length'], 1)} |")
-            walls[library] = col
-    out += ["", "| library | env steps | seeds | wall time to the budget (s) |",
-            "|---|---:|---:|---:|"]
+            if library in LIBRARIES:
+                walls[library] = col
+    out += ["", "| training | env steps | seeds | wall time to the budget (s) | env steps per "
+            "second |", "|---|---:|---:|---:|---:|"]
     for library, col in walls.items():
         out.append(f"| {NAMES[library]} | {int(col['steps'].min()):,} | {len(col['steps'])} | "
-                   f"{_cell(col['wall_s'], 1)} |")
+                   f"{_cell(col['wall_s'], 1)} | {_cell(col['steps'] / col['wall_s'], 0)} |")
     if len(walls) == 2:
-        ratio = walls["sb3"]["wall_s"].mean() / walls["ours"]["wall_s"].mean()
-        out += ["", f"Wall-time ratio, SB3 / this library (means over seeds): {ratio:.1f}x"]
+        sb3, ours = walls["sb3"], walls["ours"]
+        per_seed = [w / ours["wall_s"][list(ours["seed"]).index(s)]
+                    for s, w in zip(sb3["seed"], sb3["wall_s"]) if s in ours["seed"]]
+        ratio = sb3["wall_s"].mean() / ours["wall_s"].mean()
+        out += ["", f"Wall-time ratio, SB3 / this library: {ratio:.1f}x (means over seeds; "
+                f"per seed {min(per_seed):.1f}x to {max(per_seed):.1f}x)."]
     return "\n".join(out)
 
 
