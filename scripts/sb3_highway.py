@@ -3,7 +3,9 @@
     bash scripts/sb3_venv.sh                                    # .venv-sb3: torch, SB3, highway-env
     .venv-sb3/bin/python -m scripts.sb3_highway run --seeds 0 1 2 --steps 20000 \\
         --out runs/sb3_side                                     # both trainings, timed
-    .venv-sb3/bin/python -m scripts.sb3_highway evaluate runs/sb3_side --commit <sha>
+    .venv-sb3/bin/python -m scripts.sb3_highway evaluate runs/sb3_side --commit <sha> \\
+        [--part 0/2 --csv /tmp/part0.csv]                       # one of n processes
+    python -m scripts.sb3_highway merge /tmp/part0.csv /tmp/part1.csv   # -> the CSV
     python -m scripts.sb3_highway table                         # docs/driving.md's tables
 
 `run` trains, per seed and in turn (interleaved, so a change of load hits both), highway-env's
@@ -19,7 +21,9 @@ This library's policy is then exported as ONNX (`python -m scripts.export --onnx
 `evaluate` plays both libraries' final policies greedily (SB3's `predict(deterministic=True)`,
 the export's ONNX model) on both simulators, the same games for every policy: the first game
 of each of `--episodes` envs seeded `--seed`, `--seed`+1, ... (EnvPool's seeds, gymnasium's
-`reset(seed=)`), and writes one CSV row per library, seed and simulator. `table` recomputes the
+`reset(seed=)`), beside the always-SLOWER and the uniformly random policy, and writes one CSV
+row per policy, seed and simulator (`--part` spreads them over processes, `merge` joins the
+parts). `table` recomputes the
 Markdown tables from the CSV alone: per library and simulator the mean over seeds of each
 column with its min-max, and the wall times with their ratio.
 
@@ -47,7 +51,7 @@ SIMULATORS = ("python", "envpool")
 LIBRARIES = ("sb3", "ours")
 # The policies a learned one must beat, played on the same games of both simulators: beside
 # the trained ones they show how far the two simulators' games agree. name -> meta-action.
-BASELINES = {"always SLOWER": 4, "always IDLE": 1, "uniformly random": None}
+BASELINES = {"always SLOWER": 4, "uniformly random": None}
 # What each policy's label reads in the tables.
 NAMES = {"sb3": "Stable-Baselines3 PPO, trained on Python highway-env",
          "ours": "this library's PPO, trained on EnvPool",
@@ -189,13 +193,17 @@ def _baseline(action: int | None, episodes: int, seed: int):
     return lambda obs: np.full(episodes, action)
 
 
-def evaluate(out: str, episodes: int, seed: int, commit: str, path: str = CSV) -> list[dict]:
+def evaluate(out: str, episodes: int, seed: int, commit: str, path: str = CSV,
+             part: tuple[int, int] = (0, 1)) -> list[dict]:
     """Every run of `out`/walls.json and the BASELINES on both simulators, the same games for
-    each; the rows are written to the CSV at `path` (replacing it)."""
+    each; the rows are written to the CSV at `path` (replacing it). `part` (k, n): only every
+    n-th policy from the k-th, to spread the Python env's slow games (~15 steps per second
+    here) over n processes; `merge` joins the parts' CSVs."""
     with open(os.path.join(out, "walls.json")) as f:
         walls = json.load(f)
     walls += [{"library": name, "seed": "", "steps": 0, "wall_s": "", "load": ""}
               for name in BASELINES]
+    walls = walls[part[0]::part[1]]
     rows = []
     for w in walls:
         for simulator in SIMULATORS:
@@ -223,6 +231,15 @@ def write(rows: list[dict], path: str = CSV) -> None:
         writer = csv.DictWriter(f, fieldnames=FIELDS)
         writer.writeheader()
         writer.writerows(rows)
+
+
+def merge(parts: list[str], path: str = CSV) -> list[dict]:
+    """The rows of the parts' CSVs, in the order of the tables, written to `path`."""
+    order = {name: i for i, name in enumerate((*LIBRARIES, *BASELINES))}
+    rows = sorted((r for p in parts for r in read(p)),
+                  key=lambda r: (order[r["library"]], r["seed"], SIMULATORS.index(r["simulator"])))
+    write(rows, path)
+    return rows
 
 
 def read(path: str = CSV) -> list[dict]:
@@ -293,6 +310,11 @@ def main(argv: list[str] | None = None) -> str:
     ev.add_argument("--seed", type=int, default=1_000_000)
     ev.add_argument("--commit", required=True, help="the commit the runs were made at")
     ev.add_argument("--csv", default=CSV)
+    ev.add_argument("--part", default="0/1", metavar="K/N",
+                    help="only every N-th policy from the K-th (processes side by side)")
+    mg = sub.add_parser("merge", help="join the CSVs of `evaluate --part` runs")
+    mg.add_argument("parts", nargs="+")
+    mg.add_argument("--csv", default=CSV)
     tb = sub.add_parser("table", help="the Markdown tables from the CSV")
     tb.add_argument("--csv", default=CSV)
     args = parser.parse_args(argv)
@@ -305,7 +327,13 @@ def main(argv: list[str] | None = None) -> str:
     elif args.command == "evaluate":
         if args.episodes < 1:
             parser.error(f"--episodes={args.episodes} must be >= 1")
-        text = table(evaluate(args.out, args.episodes, args.seed, args.commit, args.csv))
+        k, _, n = args.part.partition("/")
+        if not (k.isdigit() and n.isdigit() and int(k) < int(n)):
+            parser.error(f"--part={args.part!r}: K/N with 0 <= K < N, e.g. 1/2")
+        text = table(evaluate(args.out, args.episodes, args.seed, args.commit, args.csv,
+                              (int(k), int(n))))
+    elif args.command == "merge":
+        text = table(merge(args.parts, args.csv))
     else:
         text = table(read(args.csv))
     print(text)
