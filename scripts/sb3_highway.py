@@ -99,8 +99,10 @@ def _timed(cmd: list[str]) -> tuple[float, float]:
 
 def run(seeds: list[int], steps: int, out: str, python: str) -> list[dict]:
     """Per seed, SB3's training then this library's, each timed as a process of its own;
-    this library's final policy exported with ONNX. Appends to `out`/walls.json."""
+    this library's final policy exported with ONNX. Each seed's pair is appended to
+    `out`/walls.json as soon as it is done, so a stopped run keeps the seeds it finished."""
     walls = []
+    path = os.path.join(out, "walls.json")
     for seed in seeds:
         sb3_dir = os.path.join(out, "sb3", f"s{seed}")
         wall, load = _timed([sys.executable, "-m", "scripts.sb3_highway", "train-sb3",
@@ -123,10 +125,12 @@ def run(seeds: list[int], steps: int, out: str, python: str) -> list[dict]:
         subprocess.run([python, "-m", "scripts.export", ours_dir, "--onnx"], check=True,
                        cwd=ROOT)
         print(json.dumps(walls[-2:]), flush=True)
-    path = os.path.join(out, "walls.json")
-    before = json.load(open(path)) if os.path.exists(path) else []
-    with open(path, "w") as f:
-        json.dump(before + walls, f, indent=1)
+        before = []
+        if os.path.exists(path):
+            with open(path) as f:
+                before = json.load(f)
+        with open(path, "w") as f:
+            json.dump(before + walls[-2:], f, indent=1)
     return walls
 
 

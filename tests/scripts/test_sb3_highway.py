@@ -2,6 +2,7 @@
 the game loop on EnvPool's HighwayFast-v0 against single envs played one by one, the policies
 a learned one must beat, the tables from CSV rows, and the docs' tables from the committed CSV.
 This library's exported ONNX policy in the game loop: tests/slow/scripts/test_sb3_side.py."""
+import json
 import os
 
 import envpool
@@ -114,3 +115,31 @@ def test_bad_arguments_are_refused_naming_them(argv, message, capsys):
     with pytest.raises(SystemExit):
         sb3_highway.main(argv)
     assert message in capsys.readouterr().err
+
+
+def test_run_keeps_the_seeds_it_finished(tmp_path, monkeypatch):
+    """`run` with the two trainings faked: each seed's pair lands in walls.json as soon as it
+    is done, with the steps each side reports, so a run stopped at seed 1 keeps seed 0."""
+    def fake_timed(cmd):
+        out = cmd[cmd.index("--out") + 1] if "--out" in cmd else None
+        if out is not None:  # SB3's side
+            if out.endswith("s1"):
+                raise KeyboardInterrupt
+            os.makedirs(out)
+            with open(os.path.join(out, "sb3.json"), "w") as f:
+                f.write('{"steps": 20736}')
+        else:
+            run_dir = next(a for a in cmd if a.startswith("--config.run_dir="))
+            assert "--config.total_env_steps=20736" in cmd  # the step SB3 ended at
+            os.makedirs(run_dir.split("=", 1)[1])
+            with open(os.path.join(run_dir.split("=", 1)[1], "summary.json"), "w") as f:
+                f.write('{"env_steps": 20736}')
+        return 5.0, 1.0
+    monkeypatch.setattr(sb3_highway, "_timed", fake_timed)
+    monkeypatch.setattr(sb3_highway.subprocess, "run", lambda *a, **k: None)
+    with pytest.raises(KeyboardInterrupt):
+        sb3_highway.run([0, 1], 20000, str(tmp_path), "python")
+    with open(tmp_path / "walls.json") as f:
+        walls = json.load(f)
+    assert [(w["library"], w["seed"], w["steps"]) for w in walls] == [
+        ("sb3", 0, 20736), ("ours", 0, 20736)]
