@@ -238,10 +238,18 @@ def write(rows: list[dict], path: str = CSV) -> None:
 
 
 def merge(parts: list[str], path: str = CSV) -> list[dict]:
-    """The rows of the parts' CSVs, in the order of the tables, written to `path`."""
+    """The rows of the parts' CSVs (e.g. the committed CSV and a new budget's parts), in the
+    order of the tables, written to `path`. A row that two parts share (the same policy, seed,
+    budget, simulator and number of games: a baseline played again) is kept once, the first."""
     order = {name: i for i, name in enumerate((*LIBRARIES, *BASELINES))}
-    rows = sorted((r for p in parts for r in read(p)),
-                  key=lambda r: (order[r["library"]], r["seed"], SIMULATORS.index(r["simulator"])))
+    rows, seen = [], set()
+    for r in (r for p in parts for r in read(p)):
+        key = (r["library"], r["seed"], r["steps"], r["simulator"], r["episodes"])
+        if key not in seen:
+            seen.add(key)
+            rows.append(r)
+    rows.sort(key=lambda r: (order[r["library"]], int(r["steps"]), r["seed"],
+                             SIMULATORS.index(r["simulator"])))
     write(rows, path)
     return rows
 
@@ -260,8 +268,24 @@ def _cell(values: np.ndarray, digits: int) -> str:
 
 
 def table(rows: list[dict]) -> str:
-    """The evaluation table (library x simulator: mean over seeds, min to max) and the
-    wall-time table (per library: mean, min to max; the ratio of the means)."""
+    """Per step budget of the trained policies, the evaluation table (policy x simulator: the
+    mean over seeds, min to max; the baselines' rows in each) and the wall-time table (per
+    library: mean, min to max; the ratio of the means and its range over seeds). With more
+    than one budget in the rows, each budget's tables open with a line naming it."""
+    trained = [r for r in rows if r["library"] in LIBRARIES]
+    budgets = sorted({int(r["steps"]) for r in trained})
+    baselines = [r for r in rows if r["library"] in BASELINES]
+    out = []
+    for budget in budgets:
+        if len(budgets) > 1:
+            out += [f"At {budget:,} env steps:", ""]
+        out += _budget_table([r for r in trained if int(r["steps"]) == budget] + baselines)
+        out.append("")
+    return "\n".join(out[:-1] if budgets else _budget_table(baselines))
+
+
+def _budget_table(rows: list[dict]) -> list[str]:
+    """The lines of `table` for rows of one budget."""
     out = ["| policy | played on | seeds | return | crash rate | speed (m/s) | steps per game |",
            "|---|---|---:|---:|---:|---:|---:|"]
     walls = {}
@@ -280,6 +304,8 @@ def table(rows: list[dict]) -> str:
                        f"{_cell(col['speed'], 1)} | {_cell(col['length'], 1)} |")
             if library in LIBRARIES:
                 walls[library] = col
+    if not walls:
+        return out
     out += ["", "| training | env steps | seeds | wall time to the budget (s) | env steps per "
             "second |", "|---|---:|---:|---:|---:|"]
     for library, col in walls.items():
@@ -292,7 +318,7 @@ def table(rows: list[dict]) -> str:
         ratio = sb3["wall_s"].mean() / ours["wall_s"].mean()
         out += ["", f"Wall-time ratio, SB3 / this library: {ratio:.1f}x (means over seeds; "
                 f"per seed {min(per_seed):.1f}x to {max(per_seed):.1f}x)."]
-    return "\n".join(out)
+    return out
 
 
 def main(argv: list[str] | None = None) -> str:

@@ -143,3 +143,23 @@ def test_run_keeps_the_seeds_it_finished(tmp_path, monkeypatch):
         walls = json.load(f)
     assert [(w["library"], w["seed"], w["steps"]) for w in walls] == [
         ("sb3", 0, 20736), ("ours", 0, 20736)]
+
+
+def test_two_budgets_make_two_tables_and_merge_keeps_a_shared_baseline_once(tmp_path):
+    small = [_row("sb3", 0, "python", 20.0, 0.3, 400.0),
+             _row("ours", 0, "python", 18.0, 0.5, 20.0)]
+    large = [dict(r, steps=200448, wall_s=10 * float(r["wall_s"])) for r in small]
+    slower = _row("always SLOWER", "", "python", 21.1, 0.01)
+    sb3_highway.write(small + [slower], str(tmp_path / "committed.csv"))
+    sb3_highway.write(large + [slower], str(tmp_path / "part.csv"))
+    rows = sb3_highway.merge([str(tmp_path / "committed.csv"), str(tmp_path / "part.csv")],
+                             str(tmp_path / "all.csv"))
+    assert [(r["library"], int(r["steps"])) for r in rows] == [
+        ("sb3", 20736), ("sb3", 200448), ("ours", 20736), ("ours", 200448),
+        ("always SLOWER", 0)]
+    text = sb3_highway.table(rows)
+    assert text.index("At 20,736 env steps:") < text.index("At 200,448 env steps:")
+    assert text.count("| always SLOWER | Python highway-env | - | 21.10 |") == 2
+    assert "| this library's PPO, trained on EnvPool | 200,448 | 1 | 200.0 |" in text
+    # One budget: no line naming it (docs/driving.md's tables as they are).
+    assert "env steps:" not in sb3_highway.table(small + [slower])
