@@ -147,6 +147,31 @@ def _policies(space, rng: np.random.Generator, episodes: int) -> dict:
             "always zero": lambda: np.zeros((episodes, *space.shape), space.dtype)}
 
 
+def first_games(env, act, episodes: int, success: bool = False) -> dict:
+    """Plays the first game of each of the `episodes` envs of a vector env whose finished envs
+    reset on their next step (EnvPool's and gymnasium's), under `act(obs) -> actions`, and
+    closes it. Per game: the return, the steps, whether it crashed, the sum of its steps'
+    speeds and (`success`) whether it succeeded at some step."""
+    obs, _ = env.reset()
+    games = {"return": np.zeros(episodes), "length": np.zeros(episodes),
+             "crashed": np.zeros(episodes, bool), "speed_sum": np.zeros(episodes)}
+    if success:
+        games["is_success"] = np.zeros(episodes, bool)
+    done = np.zeros(episodes, bool)
+    while not done.all():
+        obs, reward, terminated, truncated, info = env.step(act(obs))
+        live = ~done  # a finished env resets on its next step: not counted
+        games["return"] += np.where(live, reward, 0.0)
+        games["length"] += live
+        games["crashed"] |= live & np.asarray(info["crashed"], bool)
+        if success:
+            games["is_success"] |= live & np.asarray(info["is_success"], bool)
+        games["speed_sum"] += np.where(live, np.asarray(info["speed"], float), 0.0)
+        done |= np.asarray(terminated, bool) | np.asarray(truncated, bool)
+    env.close()
+    return games
+
+
 def baselines(task: str, episodes: int, seed: int = 0) -> str:
     """A Markdown table of the uniformly random and the constant policies on `task`: the
     first game of each of `episodes` envs, the same games for each policy (the envs made
@@ -159,26 +184,13 @@ def baselines(task: str, episodes: int, seed: int = 0) -> str:
            "| policy | return (mean ± s.e.) | crash rate | " + ("success rate | " * success)
            + "speed (m/s) | steps per game |", "|---|---:|---:|" + "---:|" * (2 + success)]
     for name, act in _policies(space, np.random.default_rng(seed), episodes).items():
-        env = envpool.make_gymnasium(task, num_envs=episodes, seed=seed)
-        env.reset()
-        ret, length = np.zeros(episodes), np.zeros(episodes)
-        crashed, succeeded = np.zeros(episodes, bool), np.zeros(episodes, bool)
-        done = np.zeros(episodes, bool)
-        speed = 0.0
-        while not done.all():
-            _, reward, terminated, truncated, info = env.step(act())
-            live = ~done  # EnvPool resets a finished env on its next step: not counted
-            ret += np.where(live, reward, 0.0)
-            length += live
-            crashed |= live & np.asarray(info["crashed"], bool)
-            if success:
-                succeeded |= live & np.asarray(info["is_success"], bool)
-            speed += float(np.sum(np.where(live, info["speed"], 0.0)))
-            done |= terminated | truncated
-        env.close()
+        games = first_games(envpool.make_gymnasium(task, num_envs=episodes, seed=seed),
+                            lambda obs: act(), episodes, success)
+        ret, length = games["return"], games["length"]
         out.append(f"| {name} | {ret.mean():.2f} ± {ret.std(ddof=1) / np.sqrt(episodes):.2f} "
-                   f"| {crashed.mean():.3f} | " + (f"{succeeded.mean():.3f} | " * success)
-                   + f"{speed / length.sum():.1f} | {length.mean():.1f} |")
+                   f"| {games['crashed'].mean():.3f} | "
+                   + (f"{games['is_success'].mean():.3f} | " if success else "")
+                   + f"{games['speed_sum'].sum() / length.sum():.1f} | {length.mean():.1f} |")
     return "\n".join(out)
 
 

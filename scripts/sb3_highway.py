@@ -44,6 +44,8 @@ import time
 
 import numpy as np
 
+from scripts import driving_table
+
 ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), ".."))
 CSV = os.path.join(ROOT, "docs", "driving_sb3.csv")
 PYTHON_ID, ENVPOOL_ID = "highway-fast-v0", "HighwayFast-v0"
@@ -152,22 +154,11 @@ def make_envs(simulator: str, episodes: int, seed: int):
 
 
 def first_games(env, act, episodes: int) -> dict:
-    """The first game of each of the `episodes` envs of `env` under `act(obs) -> actions`:
-    per game the return, the steps, whether it ended in a crash and the mean speed."""
-    obs, _ = env.reset()
-    ret, length = np.zeros(episodes), np.zeros(episodes)
-    crashed, speed = np.zeros(episodes, bool), np.zeros(episodes)
-    done = np.zeros(episodes, bool)
-    while not done.all():
-        obs, reward, terminated, truncated, info = env.step(act(obs))
-        live = ~done  # a finished env resets on its next step: not counted
-        ret += np.where(live, reward, 0.0)
-        length += live
-        crashed |= live & np.asarray(info["crashed"], bool)
-        speed += np.where(live, np.asarray(info["speed"], float), 0.0)
-        done |= np.asarray(terminated, bool) | np.asarray(truncated, bool)
-    env.close()
-    return {"return": ret, "crashed": crashed, "speed": speed / length, "length": length}
+    """driving_table.first_games (the first game of each env under `act(obs) -> actions`),
+    with each game's mean speed: per game the return, the steps, the crash and the speed."""
+    games = driving_table.first_games(env, act, episodes)
+    games["speed"] = games.pop("speed_sum") / games["length"]
+    return games
 
 
 def _policy(library: str, run_dir: str):
