@@ -5,6 +5,8 @@ The runtime steps one environment through pure functions and `vmap`s them over i
     env.reset(key) -> state                       (state.obs is the first observation)
     env.step(key, state, action) -> (state, Step) (Step: what the env answered)
 
+(both also take the training progress, handed on to an env that reads it: a curriculum).
+
 `AutoReset` gives any `RawEnv` (reset / transition without auto-reset) EnvPool's convention,
 so the shared losses, returns and recurrent-core code apply unchanged (podracer/agent.py):
 - the step that ends an episode returns the real final observation with its reward and
@@ -32,6 +34,7 @@ from anakin import suites
 from podracer import scenarios
 from podracer.episode_metrics import jax_step_fields
 from podracer.registry import Registry
+from podracer.curriculum import TrainingProgress
 
 PyTree = Any
 
@@ -60,7 +63,9 @@ class RawEnv(Protocol):
     one structure at every step, whose scalar entries env.episode_metrics can reduce over each
     game (anakin/episode_metrics.py); a time limit is reported as `truncated`.
     `observation_space` / `action_space` are gymnasium spaces (the networks pick their heads
-    from them)."""
+    from them). An env that runs a curriculum of its own declares `reads_progress = True`
+    and takes `reset(key, progress)`: the training progress at that reset
+    (podracer/curriculum.TrainingProgress; None in an evaluation)."""
 
     observation_space: Any
     action_space: Any
@@ -91,17 +96,29 @@ class AutoReset:
     def action_space(self):
         return self.raw.action_space
 
-    def reset(self, key: jax.Array) -> EnvState:
-        inner, obs = self.raw.reset(key)
+    @property
+    def reads_progress(self) -> bool:
+        """Whether the raw env's reset reads the training progress (a curriculum): it then
+        declares `reads_progress = True` and takes `reset(key, progress)`."""
+        return bool(getattr(self.raw, "reads_progress", False))
+
+    def _raw_reset(self, key, progress):
+        return self.raw.reset(key, progress) if self.reads_progress else self.raw.reset(key)
+
+    def reset(self, key: jax.Array, progress: TrainingProgress | None = None) -> EnvState:
+        """A fresh env; `progress` (podracer/curriculum.py) reaches an env that reads it (None:
+        a schedule's end)."""
+        inner, obs = self._raw_reset(key, progress)
         return EnvState(inner, obs, jnp.zeros((), bool))
 
-    def step(self, key: jax.Array, state: EnvState, action: PyTree) -> tuple[EnvState, Step]:
+    def step(self, key: jax.Array, state: EnvState, action: PyTree,
+             progress: TrainingProgress | None = None) -> tuple[EnvState, Step]:
         k_step, k_reset = jax.random.split(key)
         inner, obs, reward, terminated, truncated, *info = self.raw.transition(
             k_step, state.inner, action)
         # Both branches are computed and one is selected: under vmap a `cond` would be a
         # select anyway, and a branch-free step keeps every env in lockstep.
-        r_inner, r_obs = self.raw.reset(k_reset)
+        r_inner, r_obs = self._raw_reset(k_reset, progress)
         reset = state.done
 
         def pick(a, b):
@@ -145,7 +162,8 @@ class GymnaxEnv:
     `randomize` (env.randomize, podracer/scenarios.py) names EnvParams fields that each env
     draws anew at every reset: the drawn `EnvParams` are part of the env's state (an episode
     keeps its scenario) and each step's info reports them under `scenario` (so that
-    env.episode_metrics can log them, e.g. `scenario.length:last`)."""
+    env.episode_metrics can log them, e.g. `scenario.length:last`). A scheduled draw (a
+    curriculum) reads the training progress its reset is given."""
 
     def __init__(self, env_id: str, options: dict | None = None,
                  randomize: str = "") -> None:
@@ -178,6 +196,8 @@ class GymnaxEnv:
         for d in self.draws:
             if d.kind == "function":
                 scenarios.resolve(d)  # a missing user function fails before anything compiles
+        # A curriculum: the draws at a reset follow the training progress (AutoReset hands it).
+        self.reads_progress = bool(scenarios.scheduled(self.draws))
 
     # Built on first use: gymnax builds its spaces from jnp arrays, and the config check makes
     # an env before a multi-host run joins its job (no JAX backend may start before that).
@@ -189,13 +209,14 @@ class GymnaxEnv:
     def observation_space(self):
         return to_gymnasium_space(self.env.observation_space(self.params))
 
-    def reset(self, key):
+    def reset(self, key, progress: TrainingProgress | None = None):
         if not self.draws:
             obs, state = self.env.reset_env(key, self.params)
             return state, obs
         key, k_draw = jax.random.split(key)
         params = self._derive(self.params.replace(**scenarios.draw(
-            self.draws, k_draw, {d.field: getattr(self.params, d.field) for d in self.draws})))
+            self.draws, k_draw, {d.field: getattr(self.params, d.field) for d in self.draws},
+            progress)))
         obs, state = self.env.reset_env(key, params)
         return (state, params), obs
 

@@ -173,6 +173,9 @@ class _HostLoop:
             self.snap = None
             t0 = time.perf_counter()
             active = self.diverged.active() if self.population else None
+            if getattr(self.program, "reads_progress", False):  # a curriculum reads the games
+                self.runner = self.program.with_recent(self.runner,
+                                                       [e.recent() for e in self.episodes])
             self.state, self.runner, metrics, eps = self.program.update(
                 k, self.state, self.runner, active)
         self.dispatched += k

@@ -66,7 +66,7 @@ class Population:
 
 
 def init(population: Population, env, example_obs, start_update: int, num_envs: int,
-         num_metrics: int = 0):
+         num_metrics: int = 0, steps_per_update: int = 0, metric_names: Sequence[str] = ()):
     """(learner states [M, ...], runners [M, B, ...]): member m initialised as a single run of
     seed `seeds[m]` is (actor.init_runner, runner_key), in one compiled program."""
     seeds = jnp.asarray(population.seeds, jnp.uint32)
@@ -75,7 +75,8 @@ def init(population: Population, env, example_obs, start_update: int, num_envs: 
         agent = population.make_agent(hp)
         state = agent.init(key_streams.init_key(seed), example_obs)
         runner = actor.init_runner(agent, env, key_streams.runner_key(seed, start_update),
-                                   num_envs, num_metrics)
+                                   num_envs, num_metrics, start_update, steps_per_update,
+                                   metric_names)
         return state, runner
     # Member by member (lax.map), not vmap: a vmapped init of a 64x64 MLP with its own value
     # torso never finished on XLA:CPU here (jax 0.10.2; the CPU idle, so a deadlock, likely in
@@ -91,7 +92,8 @@ def place(states, runners, mesh: Mesh):
 
 
 def make_update_fn(population: Population, env, mesh: Mesh, unroll_length: int,
-                   updates_per_call: int = 1, episode_metrics: Sequence[EpisodeMetric] = ()):
+                   updates_per_call: int = 1, episode_metrics: Sequence[EpisodeMetric] = (),
+                   steps_per_update: int = 0):
     """Jitted update(hparams, states, runners) -> (states, runners, metrics, episodes) for all
     members at once: `updates_per_call` (K) rounds of {rollout, learn} per member, as
     update_program.make_update_fn runs them for one (with K > 1, the call length n <= K is a
@@ -106,7 +108,7 @@ def make_update_fn(population: Population, env, mesh: Mesh, unroll_length: int,
     def one_update(hp, active, state, runner):
         agent = population.make_agent(hp)
         runner, ro, episodes = actor.rollout(agent, env, agent.actor_params(state), runner,
-                                             unroll_length, episode_metrics)
+                                             unroll_length, episode_metrics, steps_per_update)
         new_state, metrics = learner.learn(agent, state, ro)
         return _select(active, new_state, state), runner, metrics, episodes
 

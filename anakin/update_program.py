@@ -25,7 +25,8 @@ PyTree = Any
 
 
 def make_update_fn(agent: Agent, env, mesh: Mesh, unroll_length: int,
-                   updates_per_call: int = 1, episode_metrics: Sequence[EpisodeMetric] = ()):
+                   updates_per_call: int = 1, episode_metrics: Sequence[EpisodeMetric] = (),
+                   steps_per_update: int = 0):
     """The compiled Anakin update: a rollout of T steps and a learn step on every device.
 
     Args:
@@ -37,6 +38,8 @@ def make_update_fn(agent: Agent, env, mesh: Mesh, unroll_length: int,
       updates_per_call: K; with K > 1 a call runs the first n of K updates (`fused_rounds`:
         one compiled program for every call length 1..K).
       episode_metrics: the env's info fields each finished game reduces on the device.
+      steps_per_update: env steps of one update over all processes: the training progress
+        an env with a curriculum reads (anakin/actor.py; needed only then).
 
     Returns:
       Jitted `update(state, runner) -> (state, runner, metrics, episodes)`, or with K > 1
@@ -48,7 +51,7 @@ def make_update_fn(agent: Agent, env, mesh: Mesh, unroll_length: int,
     def one_update(carry):
         state, runner = carry
         runner, ro, episodes = rollout(agent, env, agent.actor_params(state), runner,
-                                       unroll_length, episode_metrics)
+                                       unroll_length, episode_metrics, steps_per_update)
         state, metrics = learn(agent, state, ro)
         return (state, runner), (metrics, episodes)
 

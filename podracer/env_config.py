@@ -26,7 +26,9 @@ class EnvSection:
     # "field=uniform(lo, hi); field=choice(a, b); field=normal(m, s); field=module:function"
     # (podracer/scenarios.py); "" = the fixed `options`. gymnax EnvParams (either runtime),
     # a gymnasium env's attributes and registered envs that declare scenario_fields
-    # (Sebulba); an EnvPool id's numeric options, drawn per pool (scenario_pools).
+    # (Sebulba); an EnvPool id's numeric options, drawn per pool (scenario_pools). A
+    # curriculum: "field=A -> B over N env_steps" (or updates) moves A's numbers to B's
+    # (not on EnvPool ids; podracer/curriculum.py).
     randomize: str = ""
     # Per-step info fields reduced over each game and logged beside the return, as
     # "field:reduction,..." with max | mean | sum | last, e.g. "crashed:max,speed:mean"

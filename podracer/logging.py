@@ -105,6 +105,14 @@ class EpisodeStats:
         best = state.get("best_mean")
         self.best_mean = float("-inf") if best is None else float(best)
 
+    def recent(self) -> tuple[float, int, dict[str, float]]:
+        """What a curriculum reads of the games (podracer/curriculum.TrainingProgress): the
+        window's mean return (NaN before the first game), the games finished in all, and each
+        metric's window mean (NaN where no game reported it), every metric named."""
+        ret = float(np.mean(self.returns)) if self.returns else float("nan")
+        means = metric_means(self.metrics)
+        return ret, self.total_episodes, {n: means.get(n, float("nan")) for n in self.metrics}
+
     def summary(self) -> dict[str, float]:
         if not self.returns:
             return {}

@@ -14,6 +14,11 @@ line), items separated by ";":
 - `module:function`: a distribution of your own, `function(key) -> value` (JAX, traceable);
   the module is imported by name (load it with `--import`).
 
+A curriculum schedules a distribution (podracer/curriculum.py): `A -> B over N env_steps` (or
+`updates`), A and B of one kind with as many numbers, e.g.
+`density=uniform(0.5, 1.0) -> uniform(0.5, 2.0) over 2000000 env_steps`: each number moves
+linearly from A's to B's over the first N, then stays.
+
 `parse` checks the text (a ValueError naming the bad item); `check_fields` checks the names
 against what an env can vary; `draw` samples every field for one env from one key (pure JAX:
 under the runtime's `vmap` each env draws its own scenario). An env keeps the values it drew
@@ -28,27 +33,50 @@ import math
 import re
 from typing import Any, Callable, NamedTuple, Sequence
 
+from podracer import curriculum
 from podracer.episode_metrics import Bins, EpisodeMetric
 
 KINDS = ("uniform", "loguniform", "normal", "choice")
 _ITEM = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.+?)\s*$")
 _CALL = re.compile(r"^([a-z]+)\s*\((.*)\)$", re.S)
 _FUNCTION = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+_SCHEDULE = re.compile(r"^(.+?)\s*->\s*(.+?)\s+over\s+(\S+)\s+(\S+)$", re.S)
 
 
 @dataclasses.dataclass(frozen=True)
 class Draw:
-    """One varied field: `kind` in KINDS with its numbers, or "function" with its path."""
+    """One varied field: `kind` in KINDS with its numbers, or "function" with its path; a
+    scheduled one (a curriculum) also has the numbers `end` it reaches `over` so many `unit`s
+    (curriculum.UNITS) of training."""
 
     field: str
     kind: str
     args: tuple = ()
     function: str = ""
+    end: tuple = ()   # () = a fixed distribution
+    over: float = 0.0
+    unit: str = ""
+
+    @property
+    def scheduled(self) -> bool:
+        return bool(self.end)
 
     def describe(self) -> str:
         if self.kind == "function":
             return f"{self.field}={self.function}"
-        return f"{self.field}={self.kind}({', '.join(f'{a:g}' for a in self.args)})"
+        text = f"{self.field}={self.kind}({', '.join(f'{a:g}' for a in self.args)})"
+        if self.scheduled:
+            over = f"{self.over:.0f}" if self.over.is_integer() else f"{self.over:g}"
+            text += (f" -> {self.kind}({', '.join(f'{a:g}' for a in self.end)}) "
+                     f"over {over} {self.unit}")
+        return text
+
+    def args_at(self, progress: curriculum.TrainingProgress | None) -> tuple:
+        """The numbers drawn from at `progress` (a schedule's end when None; a fixed draw's
+        own numbers whatever the progress)."""
+        if not self.scheduled:
+            return self.args
+        return curriculum.args_at(self.args, self.end, self.over, self.unit, progress)
 
 
 def parse(text: str) -> tuple[Draw, ...]:
@@ -69,6 +97,13 @@ def parse(text: str) -> tuple[Draw, ...]:
 
 
 def _parse_spec(field: str, spec: str) -> Draw:
+    schedule = _SCHEDULE.match(spec)
+    if "->" in spec and not schedule:
+        raise ValueError(f"{field}={spec}: a schedule reads A -> B over N env_steps (or "
+                         f"updates), e.g. uniform(0.5, 1.0) -> uniform(0.5, 2.0) over "
+                         f"2000000 env_steps.")
+    if schedule:
+        return _parse_schedule(field, spec, *schedule.groups())
     if _FUNCTION.match(spec):
         return Draw(field, "function", function=spec)
     call = _CALL.match(spec)
@@ -98,6 +133,33 @@ def _parse_spec(field: str, spec: str) -> Draw:
     return Draw(field, kind, args)
 
 
+def _parse_schedule(field: str, spec: str, first: str, last: str, over: str,
+                    unit: str) -> Draw:
+    a, b = _parse_spec(field, first), _parse_spec(field, last)
+    if a.kind == "function" or b.kind == "function":
+        raise ValueError(f"{field}={spec}: a schedule moves the numbers of "
+                         f"{', '.join(KINDS)}; a function of one's own cannot be scheduled.")
+    if a.kind != b.kind or len(a.args) != len(b.args):
+        raise ValueError(f"{field}={spec}: a schedule's two ends must be one kind with as "
+                         f"many numbers (got {a.describe()} and {b.describe()}).")
+    try:
+        length = ast.literal_eval(over)
+    except (ValueError, SyntaxError):
+        length = None
+    if (not isinstance(length, (int, float)) or isinstance(length, bool)
+            or not math.isfinite(length) or length <= 0):
+        raise ValueError(f"{field}={spec}: over {over}: the length must be a number > 0.")
+    if unit not in curriculum.UNITS:
+        raise ValueError(f"{field}={spec}: over {over} {unit}: the unit must be one of "
+                         f"{', '.join(curriculum.UNITS)}.")
+    return dataclasses.replace(a, end=b.args, over=float(length), unit=unit)
+
+
+def scheduled(draws: Sequence[Draw]) -> tuple[Draw, ...]:
+    """The draws of `draws` that a curriculum schedules."""
+    return tuple(d for d in draws if d.scheduled)
+
+
 def check_fields(draws: Sequence[Draw], allowed: Sequence[str], where: str) -> None:
     """Raises ValueError naming a varied field that `where` cannot vary, and those it can."""
     for d in draws:
@@ -119,9 +181,11 @@ def resolve(draw: Draw) -> Callable[[Any], Any]:
     return fn
 
 
-def draw(draws: Sequence[Draw], key: Any, defaults: dict[str, Any]) -> dict[str, Any]:
+def draw(draws: Sequence[Draw], key: Any, defaults: dict[str, Any],
+         progress: curriculum.TrainingProgress | None = None) -> dict[str, Any]:
     """One env's scenario: a value per field, of the dtype of the field's default (an integer
-    field draws integers), each field from its own key."""
+    field draws integers), each field from its own key; a scheduled field from its
+    distribution at `progress` (its end when None)."""
     import jax
     import jax.numpy as jnp
     out = {}
@@ -129,19 +193,22 @@ def draw(draws: Sequence[Draw], key: Any, defaults: dict[str, Any]) -> dict[str,
     for d, k in zip(draws, keys):
         dtype = jnp.asarray(defaults[d.field]).dtype
         integer = jnp.issubdtype(dtype, jnp.integer)
+        args = d.args_at(progress)
         if d.kind == "function":
             value = resolve(d)(k)
         elif d.kind == "choice":
-            value = jnp.asarray(d.args)[jax.random.randint(k, (), 0, len(d.args))]
+            value = jnp.stack([jnp.asarray(a, jnp.float32) for a in args])[
+                jax.random.randint(k, (), 0, len(args))]
         elif d.kind == "uniform" and integer:
-            value = jax.random.randint(k, (), int(d.args[0]), int(d.args[1]) + 1)
+            lo, hi = (jnp.round(jnp.asarray(a)).astype(jnp.int32) for a in args)
+            value = jax.random.randint(k, (), lo, hi + 1)
         elif d.kind == "uniform":
-            value = jax.random.uniform(k, (), minval=d.args[0], maxval=d.args[1])
+            value = jax.random.uniform(k, (), minval=args[0], maxval=args[1])
         elif d.kind == "loguniform":
-            lo, hi = math.log(d.args[0]), math.log(d.args[1])
+            lo, hi = jnp.log(jnp.asarray(args[0])), jnp.log(jnp.asarray(args[1]))
             value = jnp.exp(jax.random.uniform(k, (), minval=lo, maxval=hi))
         else:  # normal
-            value = d.args[0] + d.args[1] * jax.random.normal(k, ())
+            value = args[0] + args[1] * jax.random.normal(k, ())
         out[d.field] = jnp.asarray(jnp.round(value) if integer else value, dtype)
     return out
 
@@ -176,6 +243,14 @@ def bins(d: Draw) -> Bins | None:
     range is not known)."""
     def label(x: float) -> str:
         return f"{x:.3g}"
+
+    if d.scheduled:  # the values of the whole schedule: it moves linearly between its ends
+        if d.kind == "choice":
+            d = Draw(d.field, d.kind, d.args + d.end)
+        elif d.kind == "normal":
+            d = Draw(d.field, d.kind, d.end)
+        else:
+            d = Draw(d.field, d.kind, (min(d.args[0], d.end[0]), max(d.args[1], d.end[1])))
 
     if d.kind == "choice":
         values = sorted(set(d.args))

@@ -33,6 +33,7 @@ from sebulba.actor_pools import OVERLAP_MODES, HalfPool, build_halves, close_qui
 # RolloutMessage is also imported from here by sebulba/runner.py.
 from sebulba.actor_rollout import RolloutMessage, RolloutSteps, assemble
 from podracer.agent import Agent
+from podracer.curriculum import TrainingProgress
 from podracer.episode_metrics import EpisodeMetric
 from sebulba.env_guard import CheckedEnv, EnvFault
 from sebulba.envs import TimeStep
@@ -48,7 +49,10 @@ class ActorThread(threading.Thread):
     `actor_pools.wants_overlap`. `num_envs` (the whole pool's size) spares a probe pool when
     overlapping. `policy`: the jitted policy step (default: `policy_fn(agent)`, shared by all
     threads). `episode_metrics`: the env.episode_metrics each finished game carries after its
-    return and length.
+    return and length. `steps_per_update`: env steps of one update over the job, the clock of
+    an env that reads the training progress (a curriculum: `reads_progress` and
+    `set_progress(progress)`), handed before the first reset and whenever the parameters that
+    act are of another update (their version is the learner's update count).
     """
 
     def __init__(self, *, actor_id: int, device: jax.Device, agent: Agent,
@@ -60,7 +64,8 @@ class ActorThread(threading.Thread):
                  make_env_sized: Callable[[int, int], Any] | None = None,
                  overlap: str | bool = "auto", num_envs: int | None = None,
                  policy: Callable | None = None,
-                 episode_metrics: Sequence[EpisodeMetric] = ()) -> None:
+                 episode_metrics: Sequence[EpisodeMetric] = (),
+                 steps_per_update: int = 0) -> None:
         super().__init__(name=f"actor-{actor_id}", daemon=True)
         if isinstance(overlap, bool):
             overlap = "on" if overlap else "off"
@@ -79,6 +84,8 @@ class ActorThread(threading.Thread):
         self._max_restarts = max_env_restarts  # EnvFaults survived by rebuilding the pool
         self._policy = policy if policy is not None else policy_fn(agent)
         self._metrics = tuple(episode_metrics)
+        self._steps_per_update = steps_per_update
+        self._reads_progress = False  # decided when the envs are built
         # What the thread is doing since when, for the learner's stall warning (plain
         # attribute writes: cheap enough for the hot loop, and atomic under the GIL).
         self.phase, self.phase_since = "starting", time.perf_counter()
@@ -142,8 +149,19 @@ class ActorThread(threading.Thread):
             close_quietly(h.env)
         self._halves, self._env = [], None
 
-    def _act(self, h: HalfPool, params, steps: RolloutSteps, i: int, t: int) -> float:
-        """Policy on half `h`'s observation, then `send` its action; returns the seconds."""
+    def _hand_progress(self, h: HalfPool, version: int) -> None:
+        """The training progress at update `version` to half `h`'s envs, if they read it and
+        have not got it yet (never while a step of theirs is in flight)."""
+        if self._reads_progress and h.progress_version != version:
+            ret, games, means = self._params.recent or (float("nan"), 0, {})
+            h.env.set_progress(TrainingProgress(float(version * self._steps_per_update),
+                                                int(version), ret, games, dict(means)))
+            h.progress_version = version
+
+    def _act(self, h: HalfPool, params, steps: RolloutSteps, i: int, t: int,
+             version: int) -> float:
+        """Policy on half `h`'s observation (acting with parameters of update `version`), then
+        `send` its action; returns the seconds."""
         s = time.perf_counter()
         self.phase, self.phase_since = "inference", s
         reset = h.reset if h.core is not None else None
@@ -155,6 +173,7 @@ class ActorThread(threading.Thread):
         steps.action[i].append(action)
         steps.extras[i].append(extras)
         action_host = jax.device_get(action)  # an array, or a dict/tuple (mixed)
+        self._hand_progress(h, version)
         e = time.perf_counter()
         self.phase, self.phase_since = "env.step", e
         h.send(action_host)
@@ -184,7 +203,12 @@ class ActorThread(threading.Thread):
         B = sum(h.n for h in halves)
         self._key = jax.device_put(jax.random.key(seed), self.device)
         self._set_phase("env.reset")
+        self._reads_progress = any(getattr(h.env, "reads_progress", False) for h in halves)
+        if self._reads_progress and self._steps_per_update <= 0:
+            raise ValueError(f"steps_per_update={self._steps_per_update}: the env reads the "
+                             f"training progress (a curriculum); give one update's env steps.")
         for h in halves:
+            self._hand_progress(h, self._params.version)  # the first games' draws
             h.obs = h.env.reset()
             if self.agent.recurrent:
                 h.core = jax.device_put(self.agent.initial_core_state(h.n), self.device)
@@ -199,7 +223,7 @@ class ActorThread(threading.Thread):
                 print(f"compiling the policy on {self.device} ...", flush=True)
             start = time.perf_counter()
             for i, h in enumerate(halves):
-                t_infer += self._act(h, params, steps, i, 0)
+                t_infer += self._act(h, params, steps, i, 0, version)
             if first and jax.process_index() == 0:
                 print(f"policy compiled in {time.perf_counter() - start:.1f}s", flush=True)
         t_put = 0.0  # the previous rollout's wait for queue space (the first has none)
@@ -215,7 +239,7 @@ class ActorThread(threading.Thread):
                         self._on_step(self.actor_id, t, ts)
                     self._record(h, steps, t, ts)
                     if t + 1 < T:
-                        t_infer += self._act(h, params, steps, i, t + 1)
+                        t_infer += self._act(h, params, steps, i, t + 1, version)
                         continue
                     # Half A's last step is back. The next rollout starts now, with the newest
                     # parameters, so the pools never drain at a rollout boundary, unless
@@ -227,7 +251,7 @@ class ActorThread(threading.Thread):
                         nxt = RolloutSteps(T, B, len(halves))
                         p2, v2, tp2 = self._fetch_params(0)
                     if nxt is not None:
-                        t_next += self._act(h, p2, nxt, i, 0)
+                        t_next += self._act(h, p2, nxt, i, 0, v2)
                         steps.obs[i].append(nxt.obs[i][0])  # bootstrap = next first obs
             s = time.perf_counter()
             self.phase, self.phase_since = "shipping the rollout", s
@@ -253,4 +277,5 @@ class ActorThread(threading.Thread):
             params, version, t_params = self._fetch_params(
                 version + 1 if self._synchronous else 0)
             steps = RolloutSteps(T, B, len(halves))
-            t_infer = sum(self._act(h, params, steps, i, 0) for i, h in enumerate(halves))
+            t_infer = sum(self._act(h, params, steps, i, 0, version)
+                          for i, h in enumerate(halves))

@@ -77,6 +77,7 @@ class HalfPool:
         self.reset = np.ones(self.n, bool)
         self.core: Any = None
         self.counter = EpisodeCounter(self.n, metrics)
+        self.progress_version: int | None = None  # the update whose progress the envs have
         self._action: Any = None
 
     def send(self, action: Any) -> None:

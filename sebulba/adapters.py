@@ -70,6 +70,19 @@ class GymnasiumVectorEnv:
     def render(self, env_id: int = 0) -> Any:
         return self._env.call("render")[env_id]
 
+    @property
+    def reads_progress(self) -> bool:
+        """Whether an env of the batch runs a curriculum (host_scenarios.Randomized with a
+        schedule, or an env of one's own declaring `reads_progress`): envs of a
+        SyncVectorEnv, stepped in this process."""
+        return any(getattr(e, "reads_progress", False) for e in getattr(self._env, "envs", ()))
+
+    def set_progress(self, progress: Any) -> None:
+        """Hands the training progress (podracer/curriculum.py) to each env that reads it."""
+        for e in getattr(self._env, "envs", ()):
+            if getattr(e, "reads_progress", False):
+                e.set_progress(progress)
+
     def close(self) -> None:
         self._env.close()
 

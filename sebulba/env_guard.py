@@ -70,6 +70,14 @@ class CheckedEnv:
             raise AttributeError(attr)
         return getattr(self.env, attr)
 
+    def set_progress(self, progress: Any) -> None:
+        """Hands the training progress to an env that reads it (a curriculum); a fault in it
+        is an EnvFault like any other."""
+        try:
+            self.env.set_progress(progress)
+        except Exception as e:  # noqa: BLE001 - any env error becomes a located EnvFault
+            raise EnvFault(f"{self.name}: env.set_progress() raised {_describe(e)}") from e
+
     def reset(self) -> Any:
         try:
             obs = self.env.reset()

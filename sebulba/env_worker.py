@@ -1,6 +1,7 @@
 """What runs inside a worker process of `env.workers` (sebulba/env_workers.py starts it):
-build the env batch, then answer reset / step / attach / render requests on the pipe until told
-to close or the pipe ends (the trainer died). Imports numpy only, so a worker starts fast.
+build the env batch, then answer reset / step / attach / render / progress (a curriculum's
+training progress) requests on the pipe until told to close or the pipe ends (the trainer
+died). Imports numpy (and podracer.curriculum, which needs no more) only: a worker starts fast.
 
 Observations of a step are written into the shared-memory blocks the parent attached (one per
 observation leaf, in `flatten`'s order; this worker's rows); everything else is pickled on the
@@ -18,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from podracer.curriculum import TrainingProgress
+
 
 def serve(conn: Any, payload: tuple[bytes, dict[str, str]], num_envs: int, seed: int) -> None:
     """A worker's loop (module docstring). `payload`: the pickled maker and the files of user
@@ -26,7 +29,8 @@ def serve(conn: Any, payload: tuple[bytes, dict[str, str]], num_envs: int, seed:
     try:
         env = _load_maker(payload)(num_envs, seed)
         conn.send(("ok", (env.observation_space, env.action_space,
-                          getattr(env, "info_fields", None))))
+                          getattr(env, "info_fields", None),
+                          bool(getattr(env, "reads_progress", False)))))
     except BaseException:  # noqa: BLE001 - reported to the parent by name
         _reply(conn, ("error", traceback.format_exc()))
         return
@@ -59,6 +63,9 @@ def serve(conn: Any, payload: tuple[bytes, dict[str, str]], num_envs: int, seed:
                     reply = None
                 elif command == "render":
                     reply = env.render(arg)
+                elif command == "progress":
+                    env.set_progress(TrainingProgress(*arg))
+                    reply = None
                 else:
                     raise ValueError(f"unknown command {command!r}")
             except BaseException:  # noqa: BLE001

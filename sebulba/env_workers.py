@@ -97,9 +97,10 @@ class ProcessEnvBatch:
         except BaseException:
             self.close()
             raise
-        self.observation_space, self.action_space, fields = described[0]
+        self.observation_space, self.action_space, fields, reads_progress = described[0]
         if fields is not None:
             self.info_fields = tuple(fields)
+        self.reads_progress = bool(reads_progress)  # a curriculum in the workers' envs
 
     @property
     def workers(self) -> int:
@@ -143,6 +144,15 @@ class ProcessEnvBatch:
                                                for i in range(1, 5))
         info = merge_info([p[5] for p in parts], [hi - lo for lo, hi in self._slices])
         return TimeStep(obs, reward, terminated, truncated, over, info)
+
+    def set_progress(self, progress: Any) -> None:
+        """Hands the training progress (podracer/curriculum.py) to every worker's envs."""
+        for w, conn in enumerate(self._conns):
+            try:
+                conn.send(("progress", tuple(progress)))
+            except (OSError, EOFError):
+                raise self._died(w, "setting the training progress") from None
+        self._gather("setting the training progress")
 
     def render(self, env_id: int = 0) -> Any:
         for w, (lo, hi) in enumerate(self._slices):

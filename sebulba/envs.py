@@ -265,7 +265,25 @@ def _registered_batch(cfg: EnvConfig, maker: Any, num_envs: int, seed: int) -> A
     where = f"the env maker registered as {cfg.name!r}"
     batch = maker(num_envs, seed, cfg)
     check_scenario_fields(batch, cfg, where)
-    return adapters.as_runtime_env(batch, num_envs, seed, where)
+    batch = adapters.as_runtime_env(batch, num_envs, seed, where)
+    check_reads_progress(batch, cfg, where)
+    return batch
+
+
+def check_reads_progress(batch: Any, cfg: EnvConfig, where: str) -> None:
+    """A batch whose env.randomize has a schedule must read the training progress (its
+    `reads_progress`, with `set_progress(progress)`): ValueError naming it otherwise (its
+    draws would stay at one point of the schedule)."""
+    moved = scenarios.scheduled(scenarios.parse(cfg.randomize))
+    if moved and not getattr(batch, "reads_progress", False):
+        close = getattr(batch, "close", None)
+        if close is not None:
+            close()
+        raise ValueError(f"env.randomize={cfg.randomize!r} schedules "
+                         f"{', '.join(d.field for d in moved)}, but {where}'s batch does not "
+                         f"read the training progress: give it `reads_progress = True` and "
+                         f"`set_progress(progress)` (host_scenarios.randomized envs in a "
+                         f"gymnasium batch have them; docs/howto_env.md).")
 
 
 def make_env(cfg: EnvConfig, num_envs: int, seed: int,

@@ -19,6 +19,7 @@ import gymnasium
 import numpy as np
 
 from podracer import scenarios
+from podracer.curriculum import TrainingProgress
 
 # Attributes of a gymnasium env that are not its physics (rendering sizes).
 _NOT_PHYSICS = ("screen_dim", "screen_width", "screen_height", "metadata")
@@ -39,24 +40,33 @@ class Sampler:
     def fields(self) -> tuple[str, ...]:
         return tuple(d.field for d in self.draws)
 
-    def draw(self, defaults: dict[str, Any]) -> dict[str, Any]:
+    @property
+    def scheduled(self) -> bool:
+        """Whether a curriculum moves one of the draws (podracer/curriculum.py)."""
+        return bool(scenarios.scheduled(self.draws))
+
+    def draw(self, defaults: dict[str, Any],
+             progress: TrainingProgress | None = None) -> dict[str, Any]:
+        """A value per drawn field; a scheduled field from its distribution at `progress`
+        (its end when None: an evaluation plays the task the curriculum leads to)."""
         out = {}
         for d in self.draws:
             integer = isinstance(defaults.get(d.field), (int, np.integer))
+            args = tuple(float(a) for a in d.args_at(progress))
             if d.kind == "function":  # the user's JAX distribution, from a key of our stream
                 import jax
                 key = jax.random.key(int(self.rng.integers(2**31)))
                 value = float(np.asarray(self._functions[d.field](key)))
             elif d.kind == "choice":
-                value = d.args[int(self.rng.integers(len(d.args)))]
+                value = args[int(self.rng.integers(len(args)))]
             elif d.kind == "uniform" and integer:
-                value = int(self.rng.integers(int(d.args[0]), int(d.args[1]) + 1))
+                value = int(self.rng.integers(int(args[0]), int(args[1]) + 1))
             elif d.kind == "uniform":
-                value = float(self.rng.uniform(*d.args))
+                value = float(self.rng.uniform(*args))
             elif d.kind == "loguniform":
-                value = math.exp(self.rng.uniform(math.log(d.args[0]), math.log(d.args[1])))
+                value = math.exp(self.rng.uniform(math.log(args[0]), math.log(args[1])))
             else:  # normal
-                value = float(self.rng.normal(*d.args))
+                value = float(self.rng.normal(*args))
             out[d.field] = int(round(value)) if integer else float(value)
         return out
 
@@ -85,13 +95,20 @@ class Randomized(gymnasium.Wrapper):
         self._draws, self._sampler = draws, None
         self._derived = scenarios.DERIVED.get(spec_id)
         self._scenario: dict[str, Any] = {}
+        self._progress: TrainingProgress | None = None
+        # A curriculum: the runtime hands the training progress before the resets it governs.
+        self.reads_progress = bool(scenarios.scheduled(draws))
+
+    def set_progress(self, progress: TrainingProgress) -> None:
+        """The training progress the next resets draw at (podracer/curriculum.py)."""
+        self._progress = progress
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         if self._sampler is None or seed is not None:  # env i's first reset: seed + i
             self._sampler = Sampler(self._draws, seed)
         unwrapped = self.env.unwrapped
         self._scenario = self._sampler.draw({f: getattr(unwrapped, f)
-                                             for f in self._sampler.fields})
+                                             for f in self._sampler.fields}, self._progress)
         for field, value in self._scenario.items():
             setattr(unwrapped, field, value)
         if self._derived:

@@ -34,15 +34,22 @@ class HostEnv:
         self.action_space, self.observation_space = env.action_space, env.observation_space
         self._keys = jax.random.split(jax.random.key(seed), num_envs)
         self._state: Any = None
+        # A curriculum: the env's resets read the training progress (`set_progress`; None,
+        # its schedule's end, until the runtime hands one).
+        self.reads_progress = bool(getattr(env, "reads_progress", False))
+        self._progress: Any = None
+        reads = self.reads_progress
 
-        def step(keys, state, action):
+        def step(keys, state, action, progress):
             split = jax.vmap(lambda k: jax.random.split(k))(keys)
-            state, s = jax.vmap(env.step)(split[:, 1], state, action)
+            one = (lambda k, st, a: env.step(k, st, a, progress)) if reads else env.step
+            state, s = jax.vmap(one)(split[:, 1], state, action)
             return split[:, 0], state, s
 
-        def reset(keys):
+        def reset(keys, progress):
             split = jax.vmap(lambda k: jax.random.split(k))(keys)
-            return split[:, 0], jax.vmap(env.reset)(split[:, 1])
+            one = (lambda k: env.reset(k, progress)) if reads else env.reset
+            return split[:, 0], jax.vmap(one)(split[:, 1])
 
         self._step, self._reset = jax.jit(step), jax.jit(reset)
 
@@ -52,14 +59,24 @@ class HostEnv:
         abstract evaluation (nothing runs)."""
         return jax_step_fields(self.env, _one_action(self.action_space))
 
+    def set_progress(self, progress: Any) -> None:
+        """The training progress (podracer/curriculum.TrainingProgress) the next resets draw
+        at."""
+        means = progress.metrics
+        self._progress = type(progress)(
+            np.float32(progress.env_steps), np.int32(progress.updates),
+            np.float32(progress.return_mean), np.int32(progress.games),
+            None if means is None else {n: np.float32(v) for n, v in means.items()})
+
     def reset(self) -> Any:
-        self._keys, self._state = self._reset(self._keys)
+        self._keys, self._state = self._reset(self._keys, self._progress)
         return jax.device_get(self._state.obs)
 
     def step(self, action) -> TimeStep:
         if self._state is None:
             raise RuntimeError("HostEnv.step before reset().")
-        self._keys, self._state, s = self._step(self._keys, self._state, action)
+        self._keys, self._state, s = self._step(self._keys, self._state, action,
+                                                self._progress)
         s = jax.device_get(s)
         over = np.logical_or(s.terminated, s.truncated)
         return TimeStep(s.obs, np.asarray(s.reward, np.float32), np.asarray(s.terminated),

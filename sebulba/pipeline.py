@@ -104,15 +104,24 @@ class ParamsSource:
         self._cond = threading.Condition()
         self._version = -1
         self._per_device: dict[jax.Device, Any] = {}
+        self._recent: tuple | None = None  # the games' summary published beside the params
 
     @property
     def version(self) -> int:
         with self._cond:
             return self._version
 
-    def publish(self, params: Any, version: int) -> None:
+    @property
+    def recent(self) -> tuple | None:
+        """(mean return, games, metric means) of the games logged when the newest parameters
+        were published (podracer.logging.EpisodeStats.recent; what a curriculum reads)."""
+        with self._cond:
+            return self._recent
+
+    def publish(self, params: Any, version: int, recent: tuple | None = None) -> None:
         """`params` may be replicated over the learner mesh; each actor device gets a copy
-        of this process's replica (device to device)."""
+        of this process's replica (device to device). `recent`: the games' summary at this
+        version (EpisodeStats.recent), for the envs that read the training progress."""
         params = local_replica(params)
         # One replica: every leaf is on the same device (a leaf elsewhere fails in _copy_tree).
         source = next((x.devices() for x in jax.tree.leaves(params)
@@ -127,6 +136,7 @@ class ParamsSource:
         with self._cond:
             self._per_device = copies
             self._version = version
+            self._recent = recent
             self._cond.notify_all()
 
     def get(self, device: jax.Device, min_version: int = 0) -> tuple[Any, int]:

@@ -132,7 +132,7 @@ def train(agent: Agent, make_env: Callable[[int, int], Any], rc: RuntimeConfig,
         loop.warmup = BackgroundCompile("learner", learn, state, (spec,) * threads,
                                         announce=jax.process_index() == 0)
         loop.warmup.start()
-    params.publish(agent.actor_params(state), loop.updates)
+    params.publish(agent.actor_params(state), loop.updates, loop.episodes.recent())
     final = nonfinite = None
     abandoned = False
     with StopOnSignal(lifetime.stop) as signals:
@@ -218,7 +218,8 @@ def _start_actors(agent, make_env, rc, topo: Topology, params, lifetime, hook,
                 synchronous=rc.synchronous, on_step=hook,
                 max_env_restarts=rc.max_env_restarts if rc.restart_envs_on_error else 0,
                 make_env_sized=make_env, overlap=rc.actor_overlap, num_envs=rc.envs_per_thread,
-                episode_metrics=episode_metrics))
+                episode_metrics=episode_metrics,
+                steps_per_update=rc.plan(topo.num_processes).steps_per_update))
             queues.append(q)
     for a in actors:
         a.start()
@@ -322,7 +323,7 @@ class _HostLoop:
             self.snapshot = _Snapshot(state, env_steps, done.updates + 1,
                                       self.episodes.state_dict())
             lags = [done.updates - m.param_version for m in msgs]
-            params.publish(agent.actor_params(state), self.updates)
+            params.publish(agent.actor_params(state), self.updates, self.episodes.recent())
             scalars = {k: float(np.asarray(v)) for k, v in metrics.items()}
             scalars.update(self._runtime_scalars(msgs, lags, depth, t1 - t0, t2 - t1, start,
                                                  start_steps))

@@ -43,8 +43,13 @@ def check(cfg: Any) -> dict[str, Any]:
     """The options EnvPool id cfg.name can vary, with their defaults; ValueError naming a
     field of cfg.randomize it cannot vary, and those it can."""
     defaults = variable_options(cfg.name)
-    scenarios.check_fields(scenarios.parse(cfg.randomize), tuple(defaults),
-                           f"env.randomize on EnvPool {cfg.name}")
+    draws = scenarios.parse(cfg.randomize)
+    scenarios.check_fields(draws, tuple(defaults), f"env.randomize on EnvPool {cfg.name}")
+    moved = scenarios.scheduled(draws)
+    if moved:
+        raise ValueError(f"env.randomize on EnvPool {cfg.name}: {moved[0].describe()} is a "
+                         f"schedule, but a pool fixes its options when it is built (drawn "
+                         f"once per pool): give a fixed distribution.")
     return defaults
 
 

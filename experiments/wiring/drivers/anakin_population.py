@@ -64,9 +64,12 @@ def check_traceable(pop: Population, env, example_obs, ac) -> None:
     for name in pop.hparams:
         one = dataclasses.replace(pop, hparams={name: pop.hparams[name]})
         try:
+            steps = ac.unroll_length * ac.num_envs  # any > 0: a trace, not a run
             states, runners = jax.eval_shape(
-                lambda: anakin_population.init(one, env, example_obs, 0, ac.num_envs))
-            update = anakin_population.make_update_fn(one, env, mesh, ac.unroll_length)
+                lambda: anakin_population.init(one, env, example_obs, 0, ac.num_envs,
+                                               steps_per_update=steps))
+            update = anakin_population.make_update_fn(one, env, mesh, ac.unroll_length,
+                                                      steps_per_update=steps)
             jax.eval_shape(update, one.stacked_hparams(), states, runners)
         except (jax.errors.ConcretizationTypeError, jax.errors.TracerBoolConversionError,
                 jax.errors.TracerIntegerConversionError, jax.errors.TracerArrayConversionError,
