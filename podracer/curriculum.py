@@ -7,10 +7,11 @@ distribution over a length of training:
     vehicles_density=uniform(0.5, 1.0) -> uniform(0.5, 2.0) over 2000000 env_steps
 
 Each argument moves linearly from its start to its end value over the first N env steps (or
-updates) of the run, then stays at its end; `args_at` is that rule. A runtime that can vary the
-field hands the progress to the env at every reset (Anakin: anakin/actor.py's runner counts
-updates); an evaluation plays the schedule's end (progress None), the task the curriculum leads
-to.
+updates) of the run, then stays at its end; `args_at` is that rule. The runtimes hand the
+progress to the envs that read it, for their resets: on Anakin the runner counts updates in the
+compiled program (anakin/actor.py), on Sebulba the actor hands the version of the parameters
+acting (sebulba/actor.py). An evaluation plays the schedule's end (progress None), the task
+the curriculum leads to.
 """
 from __future__ import annotations
 
