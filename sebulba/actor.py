@@ -207,6 +207,8 @@ class ActorThread(threading.Thread):
         if self._reads_progress and self._steps_per_update <= 0:
             raise ValueError(f"steps_per_update={self._steps_per_update}: the env reads the "
                              f"training progress (a curriculum); give one update's env steps.")
+        if self._reads_progress:
+            self._params.wants_recent = True  # the learner summarises the games for them
         for h in halves:
             self._hand_progress(h, self._params.version)  # the first games' draws
             h.obs = h.env.reset()

@@ -105,6 +105,9 @@ class ParamsSource:
         self._version = -1
         self._per_device: dict[jax.Device, Any] = {}
         self._recent: tuple | None = None  # the games' summary published beside the params
+        # Set by an actor whose envs read the training progress (a curriculum): the learner
+        # then summarises the games at every update, and only then.
+        self.wants_recent = False
 
     @property
     def version(self) -> int:

@@ -323,7 +323,8 @@ class _HostLoop:
             self.snapshot = _Snapshot(state, env_steps, done.updates + 1,
                                       self.episodes.state_dict())
             lags = [done.updates - m.param_version for m in msgs]
-            params.publish(agent.actor_params(state), self.updates, self.episodes.recent())
+            params.publish(agent.actor_params(state), self.updates,
+                           self.episodes.recent() if params.wants_recent else None)
             scalars = {k: float(np.asarray(v)) for k, v in metrics.items()}
             scalars.update(self._runtime_scalars(msgs, lags, depth, t1 - t0, t2 - t1, start,
                                                  start_steps))
