@@ -45,7 +45,11 @@ def get_config(variant: str = "ppo") -> ml_collections.ConfigDict:
             max_steps=200,             # time limit (truncation)
             sensor_noise=0.02,         # std of the noise on the state vector
             steer_noise=0.05,          # std of the actuator noise on steering
+            car_gap=6.0,               # shortest distance between parked cars (longest: 2x)
         ),
+        # Scenarios drawn at every reset over car_gap, sensor_noise, steer_noise, with
+        # schedules (a curriculum), e.g. "car_gap=uniform(2.5, 4.0)"; docs/howto_env.md.
+        randomize="",
     ))
     config.network = ml_collections.ConfigDict(dict(
         torso="driving_net",           # registered by examples/driving/__init__.py

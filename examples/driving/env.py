@@ -10,6 +10,12 @@ and acts with a mixed action (gymnasium Dict):
 - `steer`, `throttle`: Box(-1, 1, (1,)) each (steering is applied with actuator noise);
 - `signal`: Discrete(3), the turn signal (0 off, 1 left, 2 right).
 
+Scenarios: `car_gap` (the shortest distance between consecutive parked cars; the longest is
+twice it: smaller is denser traffic), `sensor_noise` and `steer_noise` are options of the batch
+and the fields `env.randomize` can vary (`scenario_fields`): env i draws them anew at every
+reset from its own `host_scenarios.Sampler` (seed + i), reports them in `info["scenario"]`, and
+follows a schedule on them (a curriculum: `reads_progress`, `set_progress`).
+
 Rewards are shaped and delayed: 0.2 per unit of forward progress each step; +1 for every
 10 units driven, paid only when the checkpoint is passed; -1 for a lane change whose turn
 signal was wrong when the car left its lane, paid when it reaches the new lane's centre; a
@@ -28,7 +34,9 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
+from podracer.curriculum import TrainingProgress
 from sebulba.envs import TimeStep
+from sebulba.host_scenarios import Sampler
 
 LANES = 3            # road spans x in [0, LANES); lane i is centred at i + 0.5
 GRID = 16            # occupancy grid cells per side
@@ -36,18 +44,35 @@ CELL_X, CELL_Y = 0.5, 1.0
 NUM_CARS = 4         # parked cars per env, respawned ahead once passed
 V_MIN, V_MAX = 0.1, 0.5  # units per step; the car cannot stop (standing still never crashes)
 CHECKPOINT = 10.0    # units between delayed checkpoint bonuses
-GAP_MIN, GAP_MAX = 6.0, 12.0  # distance between consecutive parked cars
+CAR_GAP = 6.0        # default shortest distance between consecutive parked cars (longest: 2x)
 PROGRESS = 0.2       # reward per unit of forward progress
 CRASH = -5.0
 
 
 class DrivingEnv:
-    """`num_envs` independent roads; env i draws its randomness from seed + i."""
+    """`num_envs` independent roads; env i draws its randomness from seed + i, and its
+    scenario (`randomize`, an env.randomize text over `scenario_fields`) at every reset."""
+
+    scenario_fields = ("car_gap", "sensor_noise", "steer_noise")
 
     def __init__(self, num_envs: int, seed: int, max_steps: int = 200,
-                 sensor_noise: float = 0.02, steer_noise: float = 0.05) -> None:
+                 sensor_noise: float = 0.02, steer_noise: float = 0.05,
+                 car_gap: float = CAR_GAP, randomize: str = "") -> None:
         self.num_envs, self.max_steps = num_envs, max_steps
-        self.sensor_noise, self.steer_noise = sensor_noise, steer_noise
+        if car_gap <= 1.6 or sensor_noise < 0 or steer_noise < 0:
+            raise ValueError(f"DrivingEnv: car_gap={car_gap} (must be > 1.6, a car's length), "
+                             f"sensor_noise={sensor_noise}, steer_noise={steer_noise} (must be "
+                             f">= 0).")
+        self._defaults = {"car_gap": float(car_gap), "sensor_noise": float(sensor_noise),
+                          "steer_noise": float(steer_noise)}
+        # Each env's scenario, drawn at its resets by its own sampler (seeded seed + i, so env
+        # i draws the same scenarios in the actor's process and in a worker's).
+        self._scenario = {k: np.full(num_envs, v) for k, v in self._defaults.items()}
+        self._samplers = ([Sampler(randomize, seed + i) for i in range(num_envs)]
+                          if randomize else [])
+        # A curriculum: the runtime hands the training progress before the resets it governs.
+        self.reads_progress = bool(self._samplers and self._samplers[0].scheduled)
+        self._progress: TrainingProgress | None = None  # None: a schedule's end
         # One generator for the whole batch, seeded from the batch's seed sequence.
         self._rng = np.random.default_rng([seed + i for i in range(num_envs)])
         self.observation_space = spaces.Dict({
@@ -69,11 +94,24 @@ class DrivingEnv:
         self._cell_x = (np.arange(GRID) - GRID / 2 + 0.5) * CELL_X
         self._cell_y = (GRID - 1 - np.arange(GRID)) * CELL_Y - 2.0 + 0.5
 
+    def set_progress(self, progress: TrainingProgress) -> None:
+        """The training progress the next resets draw their scenarios at."""
+        self._progress = progress
+
+    def _gaps(self, idx: np.ndarray | slice, shape: tuple[int, int]) -> np.ndarray:
+        shortest = self._scenario["car_gap"][idx, None]
+        return self._rng.uniform(shortest, 2.0 * shortest, shape)
+
     def _start(self, idx: np.ndarray) -> None:
+        if self._samplers:
+            for i in idx:
+                for field, value in self._samplers[i].draw(self._defaults,
+                                                           self._progress).items():
+                    self._scenario[field][i] = value
         self._x[idx], self._y[idx] = 1.5, 0.0
         self._heading[idx], self._speed[idx], self._t[idx] = 0.0, 0.2, 0
         self._lane[idx], self._exit_signal[idx] = 1.0, 0
-        gaps = self._rng.uniform(GAP_MIN, GAP_MAX, (idx.size, NUM_CARS))
+        gaps = self._gaps(idx, (idx.size, NUM_CARS))
         ahead = 6.0 + np.cumsum(gaps, axis=1)
         self._cars[idx, :, 1] = ahead
         self._cars[idx, :, 0] = self._rng.integers(0, LANES, (idx.size, NUM_CARS)) + 0.5
@@ -82,7 +120,7 @@ class DrivingEnv:
         passed = self._cars[:, :, 1] < self._y[:, None] - 3.0
         if passed.any():
             far = self._cars[:, :, 1].max(axis=1, keepdims=True)
-            gaps = np.cumsum(self._rng.uniform(GAP_MIN, GAP_MAX, passed.shape), axis=1)
+            gaps = np.cumsum(self._gaps(slice(None), passed.shape), axis=1)
             self._cars[:, :, 1] = np.where(passed, far + gaps, self._cars[:, :, 1])
             lanes = self._rng.integers(0, LANES, passed.shape) + 0.5
             self._cars[:, :, 0] = np.where(passed, lanes, self._cars[:, :, 0])
@@ -99,7 +137,7 @@ class DrivingEnv:
         lane_offset = self._x - (np.clip(np.floor(self._x), 0, LANES - 1) + 0.5)
         state = np.stack([self._speed / V_MAX, np.sin(self._heading), np.cos(self._heading),
                           self._x / LANES - 0.5, lane_offset, self._t / self.max_steps], -1)
-        state += self._rng.normal(0.0, self.sensor_noise, state.shape)
+        state += self._rng.normal(0.0, self._scenario["sensor_noise"][:, None], state.shape)
         return {"grid": grid[..., None], "state": state.astype(np.float32).reshape(n, 6)}
 
     def reset(self) -> dict[str, np.ndarray]:
@@ -112,7 +150,7 @@ class DrivingEnv:
         steer = np.clip(np.asarray(action["steer"], np.float64).reshape(n), -1.0, 1.0)
         throttle = np.clip(np.asarray(action["throttle"], np.float64).reshape(n), -1.0, 1.0)
         signal = np.asarray(action["signal"]).reshape(n)
-        steer = steer + self._rng.normal(0.0, self.steer_noise, n)
+        steer = steer + self._rng.normal(0.0, self._scenario["steer_noise"], n)
         lane_before = np.floor(self._x)
         y_before = self._y.copy()
         self._heading = np.clip(self._heading + 0.15 * steer, -np.pi / 3, np.pi / 3)
@@ -162,6 +200,8 @@ class DrivingEnv:
         # The reward's terms by name, and the crash flag, for env.episode_metrics.
         info = {"rewards": {k: v.astype(np.float32) for k, v in terms.items()},
                 "crashed": crashed}
+        if self._samplers:  # each env's drawn scenario (episode metrics, per-bin summaries)
+            info["scenario"] = {k: v.astype(np.float32) for k, v in self._scenario.items()}
         return TimeStep(self._obs(), reward.astype(np.float32), terminated, truncated,
                         terminated | truncated, info)
 
@@ -170,6 +210,8 @@ class DrivingEnv:
 
 
 def make_driving_env(num_envs: int, seed: int, env_config: Any = None) -> DrivingEnv:
-    """The registered maker: `env.options` of the config become DrivingEnv's settings."""
+    """The registered maker: `env.options` of the config become DrivingEnv's settings, and
+    `env.randomize` its drawn scenarios."""
     options = dict(getattr(env_config, "options", None) or {})
-    return DrivingEnv(num_envs, seed, **options)
+    return DrivingEnv(num_envs, seed, **options,
+                      randomize=getattr(env_config, "randomize", "") or "")

@@ -1,5 +1,6 @@
 """The driving example: env semantics (multi-tensor obs, mixed actions, the reset step, the
-delayed turn-signal penalty) and smoke runs of its two documented commands."""
+delayed turn-signal penalty), its scenarios (env.randomize, a curriculum) and smoke runs of its
+documented commands."""
 import os
 
 import numpy as np
@@ -8,6 +9,8 @@ import pytest
 import examples.driving  # noqa: F401  registers Driving-v0 and driving_net
 from examples.driving import config as driving_config
 from examples.driving.env import CRASH, DrivingEnv
+from podracer.curriculum import TrainingProgress
+from sebulba import envs
 from tests.helpers import ROOT, quiet_config
 
 
@@ -80,6 +83,47 @@ def _change_lane(signal: int) -> float:
 
 def test_unsignalled_lane_change_costs_one_later():
     assert np.isclose(_change_lane(signal=0) - _change_lane(signal=1), -1.0, atol=1e-4)
+
+
+def _gaps(env: DrivingEnv) -> np.ndarray:
+    """[B, NUM_CARS - 1] distances between consecutive parked cars of each env."""
+    return np.diff(np.sort(env._cars[:, :, 1], axis=1), axis=1)
+
+
+def test_scenarios_follow_a_schedule_and_set_the_traffic():
+    """Driving-v0 under a scheduled env.randomize: each reset draws car_gap from the
+    distribution at the progress handed (an evaluation's None: the schedule's end), reports it
+    in info["scenario"], and places the parked cars car_gap to 2 car_gap apart."""
+    cfg = envs.EnvConfig(name="Driving-v0", randomize=(
+        "car_gap=uniform(8.0, 9.0) -> uniform(2.0, 3.0) over 1000 env_steps; "
+        "sensor_noise=choice(0.0, 0.1)"))
+    batch = envs.make_env(cfg, 16, seed=0)
+    assert batch.reads_progress
+    for progress, (lo, hi) in [(TrainingProgress(0.0, 0), (8.0, 9.0)),
+                               (TrainingProgress(500.0, 5), (5.0, 6.0)),
+                               (TrainingProgress(4000.0, 40), (2.0, 3.0)), (None, (2.0, 3.0))]:
+        batch.set_progress(progress)
+        batch.reset()
+        gap = batch.step(_act(16)).info["scenario"]["car_gap"]
+        assert ((lo <= gap) & (gap < hi + 1e-6)).all(), (progress, gap)
+        assert (_gaps(batch) >= gap[:, None] - 1e-5).all()
+        assert (_gaps(batch) <= 2 * gap[:, None] + 1e-5).all()
+    noise = batch.step(_act(16)).info["scenario"]["sensor_noise"]
+    assert set(noise.tolist()) == {0.0, np.float32(0.1)}
+    # Env i draws from seed + i: a batch of envs 2-3 alone (a worker's share) draws the same.
+    whole, part = envs.make_env(cfg, 16, seed=0), envs.make_env(cfg, 2, seed=2)
+    for b in (whole, part):
+        b.set_progress(TrainingProgress(0.0, 0))
+        b.reset()
+    np.testing.assert_array_equal(part._scenario["car_gap"], whole._scenario["car_gap"][2:4])
+
+
+def test_scenario_fields_are_checked():
+    with pytest.raises(ValueError, match=r"lanes.*car_gap"):
+        envs.make_env(envs.EnvConfig(name="Driving-v0", randomize="lanes=choice(2, 4)"), 2, 0)
+    with pytest.raises(ValueError, match="car_gap=1.0"):
+        DrivingEnv(2, seed=0, car_gap=1.0)
+    assert not DrivingEnv(2, seed=0, randomize="car_gap=uniform(3, 4)").reads_progress
 
 
 @pytest.mark.parametrize("variant", ["ppo_auto", "impala_auto"])
