@@ -49,6 +49,21 @@ PROGRESS = 0.2       # reward per unit of forward progress
 CRASH = -5.0
 
 
+# What each scenario field allows: a gap longer than a car, noise stds >= 0.
+_ALLOWED = {"car_gap": ("> 1.6, a car's length", lambda v: v > 1.6),
+            "sensor_noise": (">= 0", lambda v: v >= 0.0),
+            "steer_noise": (">= 0", lambda v: v >= 0.0)}
+
+
+def _checked(scenario: dict[str, float], where: str) -> dict[str, float]:
+    """`scenario`, or a ValueError naming the value out of its range."""
+    for field, value in scenario.items():
+        allowed, ok = _ALLOWED[field]
+        if not ok(value):
+            raise ValueError(f"DrivingEnv: {where} {field}={value}; it must be {allowed}.")
+    return scenario
+
+
 class DrivingEnv:
     """`num_envs` independent roads; env i draws its randomness from seed + i, and its
     scenario (`randomize`, an env.randomize text over `scenario_fields`) at every reset."""
@@ -59,12 +74,8 @@ class DrivingEnv:
                  sensor_noise: float = 0.02, steer_noise: float = 0.05,
                  car_gap: float = CAR_GAP, randomize: str = "") -> None:
         self.num_envs, self.max_steps = num_envs, max_steps
-        if car_gap <= 1.6 or sensor_noise < 0 or steer_noise < 0:
-            raise ValueError(f"DrivingEnv: car_gap={car_gap} (must be > 1.6, a car's length), "
-                             f"sensor_noise={sensor_noise}, steer_noise={steer_noise} (must be "
-                             f">= 0).")
-        self._defaults = {"car_gap": float(car_gap), "sensor_noise": float(sensor_noise),
-                          "steer_noise": float(steer_noise)}
+        self._defaults = _checked({"car_gap": float(car_gap), "sensor_noise": float(sensor_noise),
+                                   "steer_noise": float(steer_noise)}, "options")
         # Each env's scenario, drawn at its resets by its own sampler (seeded seed + i, so env
         # i draws the same scenarios in the actor's process and in a worker's).
         self._scenario = {k: np.full(num_envs, v) for k, v in self._defaults.items()}
@@ -105,8 +116,8 @@ class DrivingEnv:
     def _start(self, idx: np.ndarray) -> None:
         if self._samplers:
             for i in idx:
-                for field, value in self._samplers[i].draw(self._defaults,
-                                                           self._progress).items():
+                drawn = self._samplers[i].draw(self._defaults, self._progress)
+                for field, value in _checked(drawn, "env.randomize drew").items():
                     self._scenario[field][i] = value
         self._x[idx], self._y[idx] = 1.5, 0.0
         self._heading[idx], self._speed[idx], self._t[idx] = 0.0, 0.2, 0

@@ -121,8 +121,10 @@ def test_scenarios_follow_a_schedule_and_set_the_traffic():
 def test_scenario_fields_are_checked():
     with pytest.raises(ValueError, match=r"lanes.*car_gap"):
         envs.make_env(envs.EnvConfig(name="Driving-v0", randomize="lanes=choice(2, 4)"), 2, 0)
-    with pytest.raises(ValueError, match="car_gap=1.0"):
+    with pytest.raises(ValueError, match=r"options car_gap=1.0; it must be > 1.6"):
         DrivingEnv(2, seed=0, car_gap=1.0)
+    with pytest.raises(ValueError, match=r"env.randomize drew steer_noise=-.*must be >= 0"):
+        DrivingEnv(2, seed=0, randomize="steer_noise=uniform(-2.0, -1.0)").reset()
     assert not DrivingEnv(2, seed=0, randomize="car_gap=uniform(3, 4)").reads_progress
 
 
