@@ -3,6 +3,7 @@ return and crash rate per condition and traffic), and a tiny run end to end whos
 evaluations play the dense traffic in both conditions (slow; the figures are read in
 docs/howto_env.md, not asserted)."""
 import csv
+import os
 import json
 
 import pytest
@@ -52,3 +53,9 @@ def test_a_tiny_run_writes_rows_curves_and_a_plot(tmp_path):
         assert len(list(csv.DictReader(f))) == len(rows)
     curriculum.main(["plot", "--csv", str(path)])
     assert (tmp_path / "c_curves.png").stat().st_size > 1000
+
+
+def test_the_howto_table_is_the_one_the_csv_gives():
+    """docs/howto_env.md's curriculum table is the one the committed per-seed rows give."""
+    howto = open(os.path.join(curriculum.DOCS, "howto_env.md")).read()
+    assert curriculum.table() in howto
