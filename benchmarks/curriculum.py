@@ -21,9 +21,10 @@ evaluation seeds. Each finished run appends its rows to docs/curriculum_driving.
 crash rate per evaluated traffic) and docs/curriculum_driving_curves.csv (its periodic
 evaluations), so a stopped `run` keeps the runs it finished and skips them when run again.
 `table` recomputes the table of docs/howto_env.md: per condition and traffic, the IQM over
-seeds of the mean return and of the crash rate, with 95% percentile-bootstrap intervals
-over seeds (2,000 resamples, seeded); `plot` draws the periodic evaluations (IQM over seeds, min-max
-shaded).
+seeds of the mean return and of the crash rate, with 95% stratified-bootstrap intervals over
+seeds (scripts/analysis/scores.py: rliable, 2,000 resamples, bootstrap seed 0, as every table
+of the repo); `plot` draws the periodic evaluations (IQM over seeds with its 95% interval
+shaded, `iqm_band`, as scripts/plot.py draws training curves).
 """
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ import time
 import numpy as np
 
 from benchmarks.harness.populations import append_rows
+from scripts.analysis.scores import iqm_band, iqm_text
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 DOCS = os.path.join(ROOT, "docs")
@@ -126,17 +128,6 @@ def _read(path: str) -> list[dict]:
         return list(csv.DictReader(f))
 
 
-def _iqm(values: list[float], reps: int = 2000) -> str:
-    """The IQM over seeds with its 95% percentile-bootstrap interval over seeds (for one task,
-    what rliable's stratified bootstrap does; written here with a seeded generator, so the
-    table recomputes to the digit)."""
-    from scipy import stats
-    x = np.asarray(values, np.float64)
-    resampled = x[np.random.default_rng(0).integers(0, x.size, (reps, x.size))]
-    lo, hi = np.percentile(stats.trim_mean(resampled, 0.25, axis=1), [2.5, 97.5])
-    return f"{stats.trim_mean(x, 0.25):.2f} [{lo:.2f}, {hi:.2f}]"
-
-
 def table(csv_path: str = CSV) -> str:
     rows = _read(csv_path)
     lines = ["| trained on | judged on | seeds | IQM return [95% CI] | IQM crash rate [95% CI] "
@@ -151,7 +142,7 @@ def table(csv_path: str = CSV) -> str:
             crashes = [float(r["crash_rate"]) for r in chosen]
             judged = f"`{DENSE}`" if traffic == "dense" else "`car_gap=6.0` (default)"
             lines.append(f"| {condition}: `{randomize}` | {judged} | {len(chosen)} | "
-                         f"{_iqm(returns)} | {_iqm(crashes)} | "
+                         f"{iqm_text([returns])} | {iqm_text([crashes])} | "
                          f"{', '.join(f'{v:.1f}' for v in returns)} | "
                          f"{', '.join(f'{v:.2f}' for v in crashes)} |")
     return "\n".join(lines)
@@ -159,32 +150,30 @@ def table(csv_path: str = CSV) -> str:
 
 def plot(curves_path: str, output: str) -> None:
     """The periodic greedy evaluations on dense traffic: per condition, the IQM over seeds on
-    a grid of env steps every seed reached (each seed's newest evaluation before a grid
-    point), min-max over seeds shaded; return and crash rate side by side."""
+    a grid of env steps every seed reached, its 95% stratified-bootstrap interval shaded
+    (`iqm_band`); return and crash rate side by side."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from scipy import stats
     rows = _read(curves_path)
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-    for condition, randomize in CONDITIONS.items():
+    for condition in CONDITIONS:
         seeds = sorted({int(r["seed"]) for r in rows if r["condition"] == condition})
         if not seeds:
             continue
         for ax, column in zip(axes, ("return_mean", "crash_rate")):
-            series = []
+            curves = []
             for s in seeds:
                 mine = [r for r in rows if r["condition"] == condition and int(r["seed"]) == s]
-                series.append((np.array([float(r["env_steps"]) for r in mine]),
-                               np.array([float(r[column]) for r in mine])))
-            grid = np.linspace(max(x[0] for x, _ in series), min(x[-1] for x, _ in series), 50)
-            ys = np.array([y[np.searchsorted(x, grid, side="right") - 1] for x, y in series])
-            ax.plot(grid, stats.trim_mean(ys, 0.25, axis=0),
-                    label=f"{condition} ({len(seeds)} seeds)")
-            ax.fill_between(grid, ys.min(0), ys.max(0), alpha=0.2)
+                curves.append({"env_steps": np.array([float(r["env_steps"]) for r in mine]),
+                               "value": np.array([float(r[column]) for r in mine])})
+            grid, iqm, low, high = iqm_band(curves, "env_steps")
+            ax.plot(grid, iqm, label=f"{condition} ({len(seeds)} seeds)")
+            if low is not None:
+                ax.fill_between(grid, low, high, alpha=0.2)
     for ax, label in zip(axes, ("greedy return", "greedy crash rate")):
         ax.set_xlabel("env steps")
-        ax.set_ylabel(f"{label} (IQM over seeds)")
+        ax.set_ylabel(f"{label} (IQM over seeds, 95% CI)")
         ax.legend()
     fig.suptitle(f"PPO on Driving-v0, judged on {DENSE}: {EVAL_GAMES} greedy games per "
                  f"evaluation")

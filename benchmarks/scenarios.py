@@ -18,8 +18,9 @@ evaluation seeds, disjoint from training's), and appends one row per condition, 
 to the task's CSV (the mean return of the E games) and each member's training curve (env steps,
 the 100-game mean return) to its curves CSV. `table` recomputes the Markdown table of
 docs/howto_env.md from the CSV: per condition and value, the IQM over seeds with its 95%
-stratified-bootstrap interval (rliable, 2,000 resamples) and each seed's value; `plot` draws
-the curves (IQM over seeds, shaded min-max).
+stratified-bootstrap interval (scripts/analysis/scores.py: rliable, 2,000 resamples,
+bootstrap seed 0, so the table recomputes to the digit) and each seed's value; `plot` draws the
+curves (IQM over seeds with its 95% interval shaded, `iqm_band`).
 """
 from __future__ import annotations
 
@@ -33,6 +34,8 @@ import sys
 import tempfile
 
 import numpy as np
+
+from scripts.analysis.scores import aggregate_interval, iqm_band
 
 DOCS = os.path.join(os.path.dirname(__file__), "..", "docs")
 FIELDS = ("condition", "seed", "env_steps", "value", "return", "episodes", "train_wall_s")
@@ -129,7 +132,6 @@ def _read(path: str) -> list[dict]:
 
 
 def table(task: Task) -> str:
-    from rliable import library, metrics
     rows = _read(task.csv)
     lines = [f"| trained on | {task.field} | IQM return over seeds [95% CI] | per seed |",
              "|---|---:|---|---|"]
@@ -139,44 +141,40 @@ def table(task: Task) -> str:
                              and float(r["value"]) == value), key=lambda r: int(r["seed"]))
             if not chosen:
                 continue
-            scores = np.array([[float(r["return"])] for r in chosen])  # [seeds, 1 task]
-            point, ci = library.get_interval_estimates(
-                {"x": scores}, lambda s: np.array([metrics.aggregate_iqm(s)]), reps=2000)
-            lo, hi = ci["x"][:, 0]
+            point, ci = aggregate_interval([[float(r["return"]) for r in chosen]])
+            lo, hi = ci[:, 0]
             label = f"fixed {task.default:g}" if not randomize else task.drawn
             per_seed = ", ".join(f"{float(r['return']):.0f}" for r in chosen)
-            lines.append(f"| {label} | {value:g} | {point['x'][0]:.1f} [{lo:.1f}, {hi:.1f}] | "
+            lines.append(f"| {label} | {value:g} | {point[0]:.1f} [{lo:.1f}, {hi:.1f}] | "
                          f"{per_seed} |")
     return "\n".join(lines)
 
 
 def plot(task: Task, output: str) -> None:
     """The training curves: per condition, the IQM over seeds of the 100-game mean return on
-    a grid of env steps every seed reached (each seed's last value before a grid point),
-    min-max over seeds shaded."""
+    a grid of env steps every seed reached, its 95% stratified-bootstrap interval shaded
+    (`iqm_band`)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from scipy import stats
     rows = _read(task.curves)
     fig, ax = plt.subplots(figsize=(6, 4))
     for condition, randomize in task.conditions.items():
         seeds = sorted({int(r["seed"]) for r in rows if r["condition"] == condition})
-        series = []
+        curves = []
         for s in seeds:
             mine = [r for r in rows if r["condition"] == condition and int(r["seed"]) == s]
-            series.append((np.array([float(r["env_steps"]) for r in mine]),
-                           np.array([float(r["return_mean"]) for r in mine])))
-        if not series:
+            curves.append({"env_steps": np.array([float(r["env_steps"]) for r in mine]),
+                           "value": np.array([float(r["return_mean"]) for r in mine])})
+        if not curves:
             continue
-        end = min(x[-1] for x, _ in series)
-        grid = np.linspace(max(x[0] for x, _ in series), end, 100)
-        ys = np.array([y[np.searchsorted(x, grid, side="right") - 1] for x, y in series])
+        grid, iqm, low, high = iqm_band(curves, "env_steps")
         label = f"{task.field} fixed {task.default:g}" if not randomize else randomize
-        ax.plot(grid, stats.trim_mean(ys, 0.25, axis=0), label=f"{label} ({len(seeds)} seeds)")
-        ax.fill_between(grid, ys.min(0), ys.max(0), alpha=0.2)
+        ax.plot(grid, iqm, label=f"{label} ({len(seeds)} seeds)")
+        if low is not None:
+            ax.fill_between(grid, low, high, alpha=0.2)
     ax.set_xlabel("env steps")
-    ax.set_ylabel("training return (100-game mean), IQM over seeds")
+    ax.set_ylabel("100-game mean return (IQM, 95% CI)")
     ax.set_title(f"PPO on {task.name}")
     ax.legend()
     fig.tight_layout()
