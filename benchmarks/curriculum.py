@@ -38,7 +38,7 @@ import time
 
 import numpy as np
 
-from benchmarks.harness.populations import append_rows
+from benchmarks.harness.populations import append_rows, run_quietly
 from scripts.analysis.scores import iqm_band, iqm_text
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
@@ -82,10 +82,9 @@ def train_and_judge(condition: str, seed: int, runs: str, steps: int | None = No
                    check=True, cwd=ROOT)
     wall = time.perf_counter() - start
     out = os.path.join(run_dir, "final-eval.json")
-    subprocess.run([sys.executable, "-m", "scripts.evaluate", run_dir, "--import",
-                    "examples.driving", "--episodes", str(episodes), "--num_envs", "16",
-                    "--output", out, "--scenario", TRAFFIC["default"]],
-                   check=True, cwd=ROOT, capture_output=True)
+    run_quietly([sys.executable, "-m", "scripts.evaluate", run_dir, "--import",
+                 "examples.driving", "--episodes", str(episodes), "--num_envs", "16",
+                 "--output", out, "--scenario", TRAFFIC["default"]], cwd=ROOT)
     with open(out) as f:
         report = json.load(f)
     rows = []

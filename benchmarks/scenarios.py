@@ -29,7 +29,6 @@ import csv
 import dataclasses
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -84,7 +83,7 @@ def config_of(task: Task):
 
 
 def run(task: Task, steps: int, seeds: int, episodes: int) -> None:
-    from benchmarks.harness.populations import append_rows, train_population
+    from benchmarks.harness.populations import append_rows, run_quietly, train_population
     rows, curves = [], []
     for condition, randomize in task.conditions.items():
         with tempfile.TemporaryDirectory() as tmp:
@@ -99,10 +98,9 @@ def run(task: Task, steps: int, seeds: int, episodes: int) -> None:
                 scenarios = [a for v in task.values
                              for a in ("--scenario", f"{task.field}=choice({v})")]
                 out = os.path.join(tmp, f"eval-{m}.json")
-                subprocess.run([sys.executable, "-m", "scripts.evaluate", run_dir,
-                                "--member", str(m), "--episodes", str(episodes),
-                                "--num_envs", "16", "--output", out, *scenarios],
-                               check=True, capture_output=True)
+                run_quietly([sys.executable, "-m", "scripts.evaluate", run_dir,
+                             "--member", str(m), "--episodes", str(episodes),
+                             "--num_envs", "16", "--output", out, *scenarios])
                 with open(out) as f:
                     report = json.load(f)
                 for value, row in zip(task.values, report["scenarios"]):

@@ -1,10 +1,12 @@
 """What the seed-population benchmarks share (benchmarks/action_masks.py, scenarios.py): one
 condition trained as a population of seeds in one program (Anakin's `num_seeds`), and the
-per-seed rows appended to the CSV their tables are recomputed from."""
+per-seed rows appended to the CSV their tables are recomputed from (curriculum.py too), and a
+tool run whose failure shows what it printed."""
 from __future__ import annotations
 
 import csv
 import os
+import subprocess
 import time
 from typing import Any, Sequence
 
@@ -32,3 +34,12 @@ def append_rows(path: str, fields: Sequence[str], rows: list[dict]) -> None:
         if not exists:
             writer.writeheader()
         writer.writerows(rows)
+
+
+def run_quietly(argv: list[str], cwd: str | None = None) -> None:
+    """Runs a tool (`python -m scripts.evaluate ...`) with its output captured; when it fails,
+    stops with the command and the end of what it printed, not only its exit status."""
+    proc = subprocess.run(argv, cwd=cwd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} failed with status {proc.returncode}:\n"
+                         f"{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}")
