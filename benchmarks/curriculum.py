@@ -36,10 +36,8 @@ import subprocess
 import sys
 import time
 
-import numpy as np
-
-from benchmarks.harness.populations import append_rows, run_quietly
-from scripts.analysis.scores import iqm_band, iqm_text
+from benchmarks.harness.populations import append_rows, draw_seed_curves, run_quietly, save_figure
+from scripts.analysis.scores import iqm_text
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 DOCS = os.path.join(ROOT, "docs")
@@ -157,28 +155,17 @@ def plot(curves_path: str, output: str) -> None:
     rows = _read(curves_path)
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     for condition in CONDITIONS:
-        seeds = sorted({int(r["seed"]) for r in rows if r["condition"] == condition})
-        if not seeds:
-            continue
-        for ax, column in zip(axes, ("return_mean", "crash_rate")):
-            curves = []
-            for s in seeds:
-                mine = [r for r in rows if r["condition"] == condition and int(r["seed"]) == s]
-                curves.append({"env_steps": np.array([float(r["env_steps"]) for r in mine]),
-                               "value": np.array([float(r[column]) for r in mine])})
-            grid, iqm, low, high = iqm_band(curves, "env_steps")
-            ax.plot(grid, iqm, label=f"{condition} ({len(seeds)} seeds)")
-            if low is not None:
-                ax.fill_between(grid, low, high, alpha=0.2)
+        mine = [r for r in rows if r["condition"] == condition]
+        if mine:
+            for ax, column in zip(axes, ("return_mean", "crash_rate")):
+                draw_seed_curves(ax, mine, column, condition)
     for ax, label in zip(axes, ("greedy return", "greedy crash rate")):
         ax.set_xlabel("env steps")
         ax.set_ylabel(f"{label} (IQM over seeds, 95% CI)")
         ax.legend()
     fig.suptitle(f"PPO on Driving-v0, judged on {DENSE}: {EVAL_GAMES} greedy games per "
                  f"evaluation")
-    fig.tight_layout()
-    fig.savefig(output, dpi=100)
-    print(f"wrote {output}")
+    save_figure(fig, output)
 
 
 def main(argv=None) -> None:

@@ -32,9 +32,7 @@ import os
 import sys
 import tempfile
 
-import numpy as np
-
-from scripts.analysis.scores import aggregate_interval, iqm_band
+from scripts.analysis.scores import aggregate_interval
 
 DOCS = os.path.join(os.path.dirname(__file__), "..", "docs")
 FIELDS = ("condition", "seed", "env_steps", "value", "return", "episodes", "train_wall_s")
@@ -155,29 +153,19 @@ def plot(task: Task, output: str) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from benchmarks.harness.populations import draw_seed_curves, save_figure
     rows = _read(task.curves)
     fig, ax = plt.subplots(figsize=(6, 4))
     for condition, randomize in task.conditions.items():
-        seeds = sorted({int(r["seed"]) for r in rows if r["condition"] == condition})
-        curves = []
-        for s in seeds:
-            mine = [r for r in rows if r["condition"] == condition and int(r["seed"]) == s]
-            curves.append({"env_steps": np.array([float(r["env_steps"]) for r in mine]),
-                           "value": np.array([float(r["return_mean"]) for r in mine])})
-        if not curves:
-            continue
-        grid, iqm, low, high = iqm_band(curves, "env_steps")
-        label = f"{task.field} fixed {task.default:g}" if not randomize else randomize
-        ax.plot(grid, iqm, label=f"{label} ({len(seeds)} seeds)")
-        if low is not None:
-            ax.fill_between(grid, low, high, alpha=0.2)
+        mine = [r for r in rows if r["condition"] == condition]
+        if mine:
+            label = f"{task.field} fixed {task.default:g}" if not randomize else randomize
+            draw_seed_curves(ax, mine, "return_mean", label)
     ax.set_xlabel("env steps")
     ax.set_ylabel("100-game mean return (IQM, 95% CI)")
     ax.set_title(f"PPO on {task.name}")
     ax.legend()
-    fig.tight_layout()
-    fig.savefig(output, dpi=100)
-    print(f"wrote {output}")
+    save_figure(fig, output)
 
 
 def main(argv=None) -> None:

@@ -1,7 +1,7 @@
 """What the seed-population benchmarks share (benchmarks/action_masks.py, scenarios.py): one
 condition trained as a population of seeds in one program (Anakin's `num_seeds`), and the
-per-seed rows appended to the CSV their tables are recomputed from (curriculum.py too), and a
-tool run whose failure shows what it printed."""
+per-seed rows appended to the CSV their tables are recomputed from (curriculum.py too), a
+tool run whose failure shows what it printed, and the curves over seeds their plots draw."""
 from __future__ import annotations
 
 import csv
@@ -43,3 +43,25 @@ def run_quietly(argv: list[str], cwd: str | None = None) -> None:
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} failed with status {proc.returncode}:\n"
                          f"{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}")
+
+
+def draw_seed_curves(ax: Any, rows: list[dict], column: str, label: str) -> None:
+    """One condition's curves on `ax`: `rows` (CSV rows with seed, env_steps and `column`),
+    the IQM over seeds on a grid of env steps every seed reached, its 95% stratified-bootstrap
+    interval shaded (`iqm_band`, as scripts/plot.py draws training curves)."""
+    import numpy as np
+    from scripts.analysis.scores import iqm_band
+    seeds = sorted({int(r["seed"]) for r in rows})
+    curves = [{"env_steps": np.array([float(r["env_steps"]) for r in mine]),
+               "value": np.array([float(r[column]) for r in mine])}
+              for mine in ([r for r in rows if int(r["seed"]) == s] for s in seeds)]
+    grid, iqm, low, high = iqm_band(curves, "env_steps")
+    ax.plot(grid, iqm, label=f"{label} ({len(seeds)} seeds)")
+    if low is not None:
+        ax.fill_between(grid, low, high, alpha=0.2)
+
+
+def save_figure(fig: Any, output: str) -> None:
+    fig.tight_layout()
+    fig.savefig(output, dpi=100)
+    print(f"wrote {output}")
